@@ -1,0 +1,234 @@
+"""Scheduling one model step: grouping, the bounded parallel pool, the model-order
+sink, and the cancellation drain.
+
+Calls are split into groups: a run of consecutive PARALLEL calls, or a single
+EXCLUSIVE call (a barrier). Inside a group:
+
+* one task walks the calls in model order: declares each to the sink, runs
+  pre-execute, approval and guards, waits for a free slot of the pool
+  (``max_parallelism``), then starts the body without waiting for it to end;
+* one task walks the calls in model order again, waits for each body, runs the
+  post-execute waterfall and the result policies, and only then hands the
+  outcome to the sink and the result listeners.
+
+So bodies overlap, while every stage that decides or records runs in model
+order. A group finishes completely before the next one starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
+from .decisions import ToolExecutionMode
+from .errors import BatchAbortedError, ResultPolicyError, SinkError
+from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+from .outcomes import ToolFailureCodes as Codes
+from .pipeline import CallPipeline, describe_exception
+
+if TYPE_CHECKING:
+    from .registry import SealedToolCatalogView, ToolRegistry, _ToolEntry
+
+__all__ = ["ToolCallSink", "run_batch"]
+
+
+class ToolCallSink(Protocol):
+    """Where a batch records what happened, durably, in model order."""
+
+    async def call_declared(self, call: ToolCall) -> None: ...
+
+    async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None: ...
+
+
+@dataclass(eq=False)
+class _Slot:
+    call: ToolCall
+    done: anyio.Event = field(default_factory=anyio.Event)
+    execution: ToolExecution | None = None
+    outcome: ToolExecutionOutcome | None = None
+    dispatched: bool = False
+
+    def finish(self, outcome: ToolExecutionOutcome) -> None:
+        self.outcome = outcome
+        self.done.set()
+
+
+def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: ToolRegistry, max_parallelism: int) -> None:
+    """Misuse by the caller (not by the model) is a programming error, raised before anything runs."""
+    if isinstance(max_parallelism, bool) or not isinstance(max_parallelism, int) or max_parallelism < 1:
+        raise ValueError(f"max_parallelism must be a positive int, got {max_parallelism!r}")
+    if getattr(view, "_registry", None) is not registry:
+        raise ValueError("the view was not sealed by this registry")
+    for call in calls:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"execute_batch takes ToolCall records, got {type(call).__name__}")
+        if call.scope is not None and call.scope is not view.scope:
+            raise ValueError(
+                f"call {call.call_id!r} comes from scope {call.scope!r} but the view was sealed for {view.scope!r}"
+            )
+
+
+class _BatchRun:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        calls: list[ToolCall],
+        view: SealedToolCatalogView,
+        max_parallelism: int,
+        sink: ToolCallSink | None,
+        cancellation: CancellationToken | None,
+    ) -> None:
+        self._registry = registry
+        self._calls = calls
+        self._view = view
+        self._sink = sink
+        self._pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
+        self._pool = anyio.Semaphore(max_parallelism)
+        # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
+        self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
+        self._fault: BatchAbortedError | None = None
+        self._delivered: list[ToolExecutionOutcome] = []
+        self._deliver_scope: anyio.CancelScope | None = None
+
+    @property
+    def _token(self) -> CancellationToken:
+        return self._source.token
+
+    def _groups(self) -> list[list[_Slot]]:
+        groups: list[list[_Slot]] = []
+        parallel: list[_Slot] = []
+        for call in self._calls:
+            if self._registry.classify(call, self._view) is ToolExecutionMode.PARALLEL:
+                parallel.append(_Slot(call))
+                continue
+            if parallel:
+                groups.append(parallel)
+                parallel = []
+            groups.append([_Slot(call)])
+        if parallel:
+            groups.append(parallel)
+        return groups
+
+    async def run(self) -> list[ToolExecutionOutcome]:
+        try:
+            for group in self._groups():
+                await self._run_group(group)
+                if self._fault is not None:
+                    raise self._fault
+            return list(self._delivered)
+        finally:
+            self._source.close()
+
+    def _abort(self, fault: BatchAbortedError) -> None:
+        if self._fault is None:
+            fault.delivered = tuple(self._delivered)
+            self._fault = fault
+        self._source.cancel(f"batch aborted: {fault}")
+        if self._deliver_scope is not None:
+            self._deliver_scope.cancel()
+
+    async def _run_group(self, slots: list[_Slot]) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._deliver, slots)
+            for slot in slots:
+                if self._fault is not None:
+                    break
+                await self._admit(slot, tg)
+
+    async def _admit(self, slot: _Slot, tg: TaskGroup) -> None:
+        """Declare, authorize and (if allowed) start one call, in model order."""
+        token = self._token
+        execution, entry, early = self._pipeline.begin(slot.call, token)
+        slot.execution = execution
+        if self._sink is not None:
+            try:
+                await self._sink.call_declared(slot.call)
+            except Exception as exc:
+                self._abort(SinkError(f"sink failed to record call {slot.call.call_id!r}: {describe_exception(exc)}"))
+                return
+        if token.is_cancelled:
+            slot.finish(_not_dispatched(execution, token))
+            return
+        if early is not None:
+            slot.finish(early)
+            return
+        assert entry is not None
+        refusal = await self._pipeline.authorize(execution)
+        if refusal is not None:
+            slot.finish(refusal)
+            return
+        # Taking the pool slot here, in model order, makes bodies start in model order.
+        acquired = False
+        with cancel_scope_for(token):
+            await self._pool.acquire()
+            acquired = True
+        if token.is_cancelled:
+            if acquired:
+                self._pool.release()
+            slot.finish(_not_dispatched(execution, token))
+            return
+        tg.start_soon(self._dispatch, slot, execution, entry)
+
+    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
+        try:
+            if self._token.is_cancelled:
+                slot.finish(_not_dispatched(execution, self._token))
+                return
+            slot.dispatched = True
+            outcome = await self._pipeline.execute(execution, entry)
+        finally:
+            self._pool.release()
+        slot.finish(outcome)
+
+    async def _deliver(self, slots: list[_Slot]) -> None:
+        """Post-execute, policies, sink and listeners, strictly in model order."""
+        try:
+            await self._deliver_in_order(slots)
+        finally:
+            self._deliver_scope = None
+
+    async def _deliver_in_order(self, slots: list[_Slot]) -> None:
+        with anyio.CancelScope() as scope:
+            self._deliver_scope = scope
+            if self._fault is not None:  # the admit loop failed before this task first ran
+                return
+            for slot in slots:
+                await slot.done.wait()
+                execution, outcome = slot.execution, slot.outcome
+                assert execution is not None and outcome is not None
+                if slot.dispatched:
+                    outcome = await self._pipeline.review(execution, outcome)
+                try:
+                    await self._pipeline.enforce_policies(execution, outcome)
+                except ResultPolicyError as fault:
+                    self._abort(fault)
+                    return
+                if self._sink is not None:
+                    try:
+                        await self._sink.outcome_ready(outcome)
+                    except Exception as exc:
+                        self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
+                        return
+                self._delivered.append(outcome)
+                await self._pipeline.notify(execution, outcome)
+
+
+def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolExecutionOutcome:
+    reason = token.reason or "cancellation requested"
+    return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")
+
+
+async def run_batch(
+    registry: ToolRegistry,
+    calls: list[ToolCall],
+    view: SealedToolCatalogView,
+    max_parallelism: int,
+    sink: ToolCallSink | None,
+    cancellation: CancellationToken | None,
+) -> list[ToolExecutionOutcome]:
+    _validate(calls, view, registry, max_parallelism)
+    return await _BatchRun(registry, calls, view, max_parallelism, sink, cancellation).run()

@@ -1,0 +1,98 @@
+"""Decisions listeners return, and the enums the scheduler and approval speak.
+
+Decisions are values built only through their factories, so a listener cannot
+return a half-formed "deny without a reason"; anything else a listener returns
+is a contract violation that fails closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = ["ApprovalResult", "ToolExecutionMode", "ToolPostDecision", "ToolPreDecision"]
+
+
+class ToolExecutionMode(Enum):
+    PARALLEL = "parallel"
+    EXCLUSIVE = "exclusive"
+
+
+class ApprovalResult(Enum):
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    UNAVAILABLE = "unavailable"
+
+
+def _require_reason(reason: object, what: str) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError(f"{what} needs a non-empty reason")
+    return reason
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPreDecision:
+    kind: str
+    reason: str | None = None
+
+    @classmethod
+    def allow(cls) -> ToolPreDecision:
+        return _ALLOW
+
+    @classmethod
+    def deny(cls, reason: str) -> ToolPreDecision:
+        return cls("deny", _require_reason(reason, "deny"))
+
+    @classmethod
+    def ask(cls, reason: str | None = None) -> ToolPreDecision:
+        return cls("ask", reason)
+
+    @property
+    def is_allow(self) -> bool:
+        return self.kind == "allow"
+
+    @property
+    def is_deny(self) -> bool:
+        return self.kind == "deny"
+
+    @property
+    def is_ask(self) -> bool:
+        return self.kind == "ask"
+
+
+_ALLOW = ToolPreDecision("allow")
+
+@dataclass(frozen=True, slots=True)
+class ToolPostDecision:
+    kind: str
+    value: Any = None
+    reason: str | None = None
+
+    @classmethod
+    def accept(cls) -> ToolPostDecision:
+        return _ACCEPT
+
+    @classmethod
+    def replace(cls, value: Any) -> ToolPostDecision:
+        """Replace the outcome with a successful one carrying ``value``."""
+        return cls("replace", value)
+
+    @classmethod
+    def block(cls, reason: str) -> ToolPostDecision:
+        return cls("block", reason=_require_reason(reason, "block"))
+
+    @property
+    def is_accept(self) -> bool:
+        return self.kind == "accept"
+
+    @property
+    def is_replace(self) -> bool:
+        return self.kind == "replace"
+
+    @property
+    def is_block(self) -> bool:
+        return self.kind == "block"
+
+
+_ACCEPT = ToolPostDecision("accept")

@@ -1,0 +1,69 @@
+"""Exceptions: the few things that are raised rather than turned into outcomes.
+
+Tool, listener and classifier failures are outcomes. What is raised here is either
+a programming error at registration time, a signal a tool uses to ask for a
+specific failure code, or an infrastructure fault that must not be disguised as a
+tool result (a result policy rejecting an outcome, a sink that cannot record).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .outcomes import ToolExecutionOutcome
+
+__all__ = [
+    "BatchAbortedError",
+    "DuplicateToolError",
+    "InvariantViolation",
+    "ResultPolicyError",
+    "SinkError",
+    "TetherError",
+    "ToolArgumentError",
+]
+
+
+class TetherError(Exception):
+    """Base class of every exception this library raises on purpose."""
+
+
+class DuplicateToolError(TetherError, ValueError):
+    """Two tools with one name in one scope layer: the model could not tell them apart."""
+
+
+class ToolArgumentError(TetherError):
+    """Raised by a tool when the arguments cannot be bound; becomes INVALID_ARGS."""
+
+
+class InvariantViolation(TetherError):
+    """Raised by the built-in invariant result policy."""
+
+
+class BatchAbortedError(TetherError):
+    """An infrastructure fault stopped a batch.
+
+    ``delivered`` holds the outcomes the sink accepted before the fault, in model
+    order, so the caller knows exactly what was recorded.
+    """
+
+    def __init__(self, message: str, delivered: tuple[ToolExecutionOutcome, ...] = ()) -> None:
+        super().__init__(message)
+        self.delivered = delivered
+
+
+class ResultPolicyError(BatchAbortedError):
+    """A result policy rejected an outcome; it reached neither the sink nor listeners."""
+
+    def __init__(
+        self,
+        message: str,
+        outcome: ToolExecutionOutcome,
+        delivered: tuple[ToolExecutionOutcome, ...] = (),
+    ) -> None:
+        super().__init__(message, delivered)
+        self.outcome = outcome
+
+
+class SinkError(BatchAbortedError):
+    """The durable sink failed to record a declared call or an outcome."""

@@ -1,0 +1,266 @@
+"""One call through the stages: resolve -> pre-execute -> approval -> guards ->
+execute -> post-execute -> result policies -> result listeners.
+
+Every stage that runs user code converts what that code raises or returns wrongly
+into a failure outcome with a stable code; only result policies (whose job is to
+stop the batch) and the sink (infrastructure) may raise out of a batch. The batch
+module decides *when* each stage runs; this module decides *what* it does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
+from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
+from .errors import ResultPolicyError, ToolArgumentError
+from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
+from .outcomes import ToolFailureCodes as Codes
+from .schema import InvalidArgumentsJson, canonical_json, parse_arguments
+
+if TYPE_CHECKING:
+    from .registry import ApprovalProvider, ListenerSnapshot, SealedToolCatalogView, _ToolEntry
+
+__all__ = ["CallPipeline", "describe_exception"]
+
+logger = logging.getLogger("tether_clr")
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message``, the form every TOOL_ERROR message takes."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _fail(execution: ToolExecution, code: Codes, message: str) -> ToolExecutionOutcome:
+    return ToolExecutionOutcome.failed(execution.call_id, execution.name, code, message)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class _ContractViolation(Exception):
+    """A listener broke its contract (wrong return type, changed the execution)."""
+
+
+class CallPipeline:
+    """The stages of a single call, bound to one batch's view and listener snapshot."""
+
+    __slots__ = ("_view", "_listeners", "_approval")
+
+    def __init__(self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None) -> None:
+        self._view = view
+        self._listeners = listeners
+        self._approval = approval
+
+    # ------------------------------------------------------------ resolution
+    def begin(self, call: ToolCall, token: CancellationToken) -> tuple[ToolExecution, _ToolEntry | None, ToolExecutionOutcome | None]:
+        """Build the execution and resolve the tool; an early outcome means no dispatch."""
+        scope = call.scope if call.scope is not None else self._view.scope
+        parse_error: str | None = None
+        try:
+            arguments_json = canonical_json(parse_arguments(call.arguments))
+        except InvalidArgumentsJson as exc:
+            parse_error = str(exc)
+            arguments_json = canonical_json(call.arguments if isinstance(call.arguments, str) else repr(call.arguments))
+        execution = ToolExecution(
+            call_id=call.call_id,
+            name=call.name,
+            arguments_json=arguments_json,
+            scope=scope,
+            cancellation=token,
+            owner=None if scope is None else scope.owner,
+            parent_call_id=call.parent_call_id,
+            invocation_context=call.invocation_context,
+        )
+        entry = self._view.resolve(call.name)
+        if entry is None:
+            return execution, None, _fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
+        if parse_error is not None:
+            return execution, entry, _fail(execution, Codes.INVALID_ARGS, parse_error)
+        schema_error = entry.validator.error_for(execution.arguments)
+        if schema_error is not None:
+            return execution, entry, _fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
+        return execution, entry, None
+
+    # ---------------------------------------------------------- authorization
+    async def authorize(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
+        """Pre-execute waterfall, approval, then guards. None means: may dispatch."""
+        try:
+            decision = await self._pre_execute(execution)
+        except Exception as exc:
+            return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
+        if decision.is_deny:
+            return _fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
+        if decision.is_ask:
+            refusal = await self._approve(execution, decision.reason)
+            if refusal is not None:
+                return refusal
+        elif not decision.is_allow:
+            return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {decision.kind!r}")
+        return self._guards(execution)
+
+    async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
+        chain = self._listeners.chain("pre_execute", execution.scope)
+
+        async def step(index: int) -> ToolPreDecision:
+            if index == len(chain):
+                return ToolPreDecision.allow()
+
+            async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
+                if same is not None and same != execution:
+                    raise _ContractViolation("pre-execute listeners cannot change the execution")
+                return await step(index + 1)
+
+            decision = await chain[index](execution, next_)
+            if not isinstance(decision, ToolPreDecision):
+                raise _ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
+            return decision
+
+        return await step(0)
+
+    async def _approve(self, execution: ToolExecution, reason: str | None) -> ToolExecutionOutcome | None:
+        asked = f" ({reason})" if reason else ""
+        provider = self._approval
+        if provider is None:
+            return _fail(execution, Codes.DENIED, f"approval required{asked} but no approval provider is configured")
+        scope = execution.scope
+        if scope is None or (scope.session is None and scope.session_id is None) or scope.owner is None:
+            return _fail(execution, Codes.DENIED, f"approval required{asked} but the scope has no session or owner to ask")
+        token = execution.cancellation
+        result: Any = None
+        with cancel_scope_for(token):
+            try:
+                result = await provider.request(execution, reason)
+            except Exception as exc:
+                logger.warning("approval provider raised for %r", execution.call_id, exc_info=True)
+                return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
+        if token.is_cancelled:
+            return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while waiting for approval")
+        if result is ApprovalResult.APPROVED:
+            return None
+        if result is ApprovalResult.REJECTED:
+            return _fail(execution, Codes.DENIED, f"approval rejected{asked}")
+        if result is ApprovalResult.UNAVAILABLE:
+            return _fail(execution, Codes.UNAVAILABLE, f"approval unavailable{asked}")
+        return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {result!r}, not an ApprovalResult")
+
+    def _guards(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
+        for guard in self._listeners.chain("guard", execution.scope):
+            try:
+                veto = guard(execution)
+            except Exception as exc:
+                return _fail(execution, Codes.TOOL_ERROR, f"guard failed: {describe_exception(exc)}")
+            if veto is None:
+                continue
+            if isinstance(veto, str):
+                return _fail(execution, Codes.DENIED, veto or "vetoed by a guard")
+            return _fail(execution, Codes.TOOL_ERROR, f"guard returned {type(veto).__name__}; expected str or None")
+        return None
+
+    # -------------------------------------------------------------- execution
+    async def execute(self, execution: ToolExecution, entry: _ToolEntry) -> ToolExecutionOutcome:
+        """Execute waterfall around the tool body; never raises for tool faults."""
+        chain = self._listeners.chain("execute", execution.scope)
+
+        async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
+            if index == len(chain):
+                return await self._run_body(dispatch, entry)
+
+            async def next_(changed: ToolDispatch | None = None) -> ToolExecutionOutcome:
+                if changed is None:
+                    changed = dispatch
+                elif not isinstance(changed, ToolDispatch) or changed.execution is not execution:
+                    raise _ContractViolation("execute listeners may only replace the dispatch's cancellation")
+                return await step(index + 1, changed)
+
+            outcome = await chain[index](dispatch, next_)
+            if not isinstance(outcome, ToolExecutionOutcome):
+                raise _ContractViolation(f"execute listener returned {type(outcome).__name__}, expected ToolExecutionOutcome")
+            return outcome
+
+        try:
+            return await step(0, ToolDispatch(execution, execution.cancellation))
+        except Exception as exc:
+            return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
+
+    async def _run_body(self, dispatch: ToolDispatch, entry: _ToolEntry) -> ToolExecutionOutcome:
+        execution = dispatch.execution
+        outcome: ToolExecutionOutcome | None = None
+        # The caller's token always reaches the body, even if a listener swapped in an unlinked one.
+        with cancel_scope_for(execution.cancellation, dispatch.cancellation) as scope:
+            try:
+                value = await entry.tool.invoke(execution.arguments, dispatch.cancellation)
+            except ToolArgumentError as exc:
+                outcome = _fail(execution, Codes.INVALID_ARGS, str(exc) or "arguments could not be bound")
+            except OperationCancelledError as exc:
+                outcome = _fail(execution, Codes.ABORTED, f"cancelled: {exc}")
+            except Exception as exc:
+                outcome = _fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
+            else:
+                try:
+                    outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, value)
+                except TypeError as exc:
+                    outcome = _fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
+        if outcome is None or scope.cancelled_caught:
+            reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
+            return _fail(execution, Codes.ABORTED, f"cancelled: {reason}")
+        return outcome
+
+    # ---------------------------------------------------------------- review
+    async def review(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
+        """Post-execute waterfall: accept, replace or block a dispatched call's outcome."""
+        chain = self._listeners.chain("post_execute", execution.scope)
+        if not chain:
+            return outcome
+
+        async def step(index: int) -> ToolPostDecision:
+            if index == len(chain):
+                return ToolPostDecision.accept()
+
+            async def next_(*_same: Any) -> ToolPostDecision:
+                return await step(index + 1)
+
+            decision = await chain[index](execution, outcome, next_)
+            if not isinstance(decision, ToolPostDecision):
+                raise _ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
+            return decision
+
+        try:
+            decision = await step(0)
+        except Exception as exc:
+            return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}")
+        if decision.is_accept:
+            return outcome
+        if decision.is_block:
+            return _fail(execution, Codes.BLOCKED, decision.reason or "blocked by a post-execute listener")
+        if decision.is_replace:
+            try:
+                return ToolExecutionOutcome.success(outcome.call_id, outcome.name, decision.value)
+            except TypeError as exc:
+                return _fail(execution, Codes.TOOL_ERROR, f"post-execute replacement is not JSON-compatible: {exc}")
+        return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener returned an unknown decision {decision.kind!r}")
+
+    # -------------------------------------------------------------- policies
+    async def enforce_policies(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
+        """Await every result policy; the first that raises rejects the outcome."""
+        for policy in self._listeners.chain("result_policy", execution.scope):
+            try:
+                await _maybe_await(policy(execution, outcome))
+            except Exception as exc:
+                raise ResultPolicyError(
+                    f"result policy rejected the outcome of call {execution.call_id!r} ({execution.name}): "
+                    f"{describe_exception(exc)}",
+                    outcome,
+                ) from exc
+
+    async def notify(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
+        for listener in self._listeners.chain("result_listener", execution.scope):
+            try:
+                await _maybe_await(listener(outcome))
+            except Exception:
+                logger.exception("result listener raised for call %r; ignored", outcome.call_id)
+
