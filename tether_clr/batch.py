@@ -132,15 +132,33 @@ class _BatchRun:
             self._deliver_scope.cancel()
 
     async def _run_group(self, slots: list[_Slot]) -> None:
+        if len(slots) == 1:  # nothing can overlap: run the stages inline, no tasks to spawn
+            slot = slots[0]
+            target = await self._admit(slot)
+            if target is not None:
+                await self._dispatch(slot, *target)
+            await self._deliver(slots)
+            return
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._deliver, slots)
             for slot in slots:
                 if self._fault is not None:
                     break
-                await self._admit(slot, tg)
+                target = await self._admit(slot)
+                if target is None:
+                    continue
+                # Taking the pool slot here, in model order, makes bodies start in model order.
+                acquired = False
+                with cancel_scope_for(self._token):
+                    await self._pool.acquire()
+                    acquired = True
+                if acquired:
+                    tg.start_soon(self._dispatch_pooled, slot, *target)
+                else:
+                    slot.finish(_not_dispatched(target[0], self._token))
 
-    async def _admit(self, slot: _Slot, tg: TaskGroup) -> None:
-        """Declare, authorize and (if allowed) start one call, in model order."""
+    async def _admit(self, slot: _Slot) -> tuple[ToolExecution, _ToolEntry] | None:
+        """Declare and authorize one call, in model order; returns what to dispatch, if anything."""
         token = self._token
         execution, entry, early = self._pipeline.begin(slot.call, token)
         slot.execution = execution
@@ -149,40 +167,32 @@ class _BatchRun:
                 await self._sink.call_declared(slot.call)
             except Exception as exc:
                 self._abort(SinkError(f"sink failed to record call {slot.call.call_id!r}: {describe_exception(exc)}"))
-                return
+                return None
         if token.is_cancelled:
             slot.finish(_not_dispatched(execution, token))
-            return
+            return None
         if early is not None:
             slot.finish(early)
-            return
+            return None
         assert entry is not None
         refusal = await self._pipeline.authorize(execution)
         if refusal is not None:
             slot.finish(refusal)
-            return
-        # Taking the pool slot here, in model order, makes bodies start in model order.
-        acquired = False
-        with cancel_scope_for(token):
-            await self._pool.acquire()
-            acquired = True
-        if token.is_cancelled:
-            if acquired:
-                self._pool.release()
-            slot.finish(_not_dispatched(execution, token))
-            return
-        tg.start_soon(self._dispatch, slot, execution, entry)
+            return None
+        return execution, entry
 
-    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
+    async def _dispatch_pooled(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
         try:
-            if self._token.is_cancelled:
-                slot.finish(_not_dispatched(execution, self._token))
-                return
-            slot.dispatched = True
-            outcome = await self._pipeline.execute(execution, entry)
+            await self._dispatch(slot, execution, entry)
         finally:
             self._pool.release()
-        slot.finish(outcome)
+
+    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
+        if self._token.is_cancelled:
+            slot.finish(_not_dispatched(execution, self._token))
+            return
+        slot.dispatched = True
+        slot.finish(await self._pipeline.execute(execution, entry))
 
     async def _deliver(self, slots: list[_Slot]) -> None:
         """Post-execute, policies, sink and listeners, strictly in model order."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .cancellation import CancellationToken
-from .schema import canonical_json, to_json_value
+from .schema import canonical_json, to_json_text, to_json_value
 
 if TYPE_CHECKING:
     from .scope import AgentPipelineScope
@@ -100,7 +100,7 @@ class ToolCall:
         elif isinstance(arguments, str):
             raw = arguments
         else:
-            raw = canonical_json(to_json_value(arguments))
+            raw = to_json_text(arguments)
         return cls(call_id, name, raw, scope, parent_call_id, invocation_context)
 
 
@@ -136,7 +136,7 @@ class ToolExecution:
         return cls(
             call_id=call_id,
             name=name,
-            arguments_json=canonical_json(to_json_value({} if arguments is None else arguments)),
+            arguments_json=to_json_text({} if arguments is None else arguments),
             scope=scope,
             cancellation=cancellation or CancellationToken.none(),
             owner=None if scope is None else scope.owner,
@@ -200,7 +200,7 @@ class ToolExecutionOutcome:
     @classmethod
     def success(cls, call_id: str, name: str, value: Any) -> ToolExecutionOutcome:
         """Raises ``TypeError`` when ``value`` cannot become JSON."""
-        return cls(call_id, name, canonical_json(to_json_value(value)))
+        return cls(call_id, name, to_json_text(value))
 
     @classmethod
     def failed(cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str) -> ToolExecutionOutcome:

@@ -61,8 +61,10 @@ class CallPipeline:
         """Build the execution and resolve the tool; an early outcome means no dispatch."""
         scope = call.scope if call.scope is not None else self._view.scope
         parse_error: str | None = None
+        arguments: Any = None
         try:
-            arguments_json = canonical_json(parse_arguments(call.arguments))
+            arguments = parse_arguments(call.arguments)
+            arguments_json = canonical_json(arguments)
         except InvalidArgumentsJson as exc:
             parse_error = str(exc)
             arguments_json = canonical_json(call.arguments if isinstance(call.arguments, str) else repr(call.arguments))
@@ -81,7 +83,7 @@ class CallPipeline:
             return execution, None, _fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
         if parse_error is not None:
             return execution, entry, _fail(execution, Codes.INVALID_ARGS, parse_error)
-        schema_error = entry.validator.error_for(execution.arguments)
+        schema_error = entry.validator.error_for(arguments)
         if schema_error is not None:
             return execution, entry, _fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
         return execution, entry, None

@@ -23,6 +23,7 @@ __all__ = [
     "canonical_json",
     "detach",
     "parse_arguments",
+    "to_json_text",
     "to_json_value",
 ]
 
@@ -32,11 +33,11 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def to_json_value(value: Any) -> Any:
-    """A detached, JSON-compatible copy of ``value``.
+def to_json_text(value: Any) -> str:
+    """Canonical JSON text of ``value``, converting what pydantic knows how to convert.
 
-    pydantic converts models, dataclasses, enums, datetimes and the like the way a
-    user expects; anything that still is not JSON (NaN, arbitrary objects) raises
+    Models, dataclasses, enums, datetimes and the like become what a user
+    expects; anything that still is not JSON (NaN, arbitrary objects) raises
     ``TypeError`` so the caller can turn it into a stable failure.
     """
     try:
@@ -44,9 +45,14 @@ def to_json_value(value: Any) -> Any:
     except PydanticSerializationError as exc:
         raise TypeError(f"value of type {type(value).__name__} is not JSON-serializable: {exc}") from None
     try:
-        return json.loads(canonical_json(plain))
+        return canonical_json(plain)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"value is not JSON-serializable: {exc}") from None
+
+
+def to_json_value(value: Any) -> Any:
+    """A detached, JSON-compatible copy of ``value`` (see :func:`to_json_text`)."""
+    return json.loads(to_json_text(value))
 
 
 def detach(value: Any) -> Any:

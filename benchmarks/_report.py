@@ -1,0 +1,41 @@
+"""Shared plumbing for the benchmarks: timing loops, Markdown tables, README sections."""
+
+from __future__ import annotations
+
+import platform
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+async def per_call_us(fn: Callable[[], Awaitable[object]], calls_per_round: int, rounds: int) -> float:
+    """Best-of-rounds microseconds per call: the minimum is the least noisy estimate of cost."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        await fn()
+        best = min(best, (time.perf_counter() - start) / calls_per_round)
+    return best * 1e6
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine_line() -> str:
+    return f"Python {platform.python_version()} on {platform.machine()}, {platform.system()} ({sys.implementation.name})"
+
+
+def write_readme_section(name: str, body: str) -> None:
+    """Replace the text between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``."""
+    text = README.read_text(encoding="utf-8")
+    pattern = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"README.md has no <!-- bench:{name} --> section")
+    README.write_text(pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text), encoding="utf-8")
