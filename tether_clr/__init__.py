@@ -16,6 +16,7 @@ from .errors import (
     SinkError,
     TetherError,
     ToolArgumentError,
+    ToolError,
 )
 from .outcomes import (
     FunctionResultContent,
@@ -63,6 +64,7 @@ __all__ = [
     "TetherError",
     "Tool",
     "ToolArgumentError",
+    "ToolError",
     "ToolCall",
     "ToolCallSink",
     "ToolDispatch",

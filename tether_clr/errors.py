@@ -21,6 +21,7 @@ __all__ = [
     "SinkError",
     "TetherError",
     "ToolArgumentError",
+    "ToolError",
 ]
 
 
@@ -34,6 +35,10 @@ class DuplicateToolError(TetherError, ValueError):
 
 class ToolArgumentError(TetherError):
     """Raised by a tool when the arguments cannot be bound; becomes INVALID_ARGS."""
+
+
+class ToolError(TetherError):
+    """Raised by a tool to report TOOL_ERROR with exactly this message (no type prefix added)."""
 
 
 class InvariantViolation(TetherError):

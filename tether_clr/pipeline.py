@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
 from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
-from .errors import ResultPolicyError, ToolArgumentError
+from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .schema import InvalidArgumentsJson, canonical_json, parse_arguments
@@ -200,6 +200,8 @@ class CallPipeline:
                 outcome = _fail(execution, Codes.INVALID_ARGS, str(exc) or "arguments could not be bound")
             except OperationCancelledError as exc:
                 outcome = _fail(execution, Codes.ABORTED, f"cancelled: {exc}")
+            except ToolError as exc:
+                outcome = _fail(execution, Codes.TOOL_ERROR, str(exc) or "tool failed")
             except Exception as exc:
                 outcome = _fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
             else:

@@ -1,0 +1,288 @@
+// The two kinds of .NET tool the Python side hosts:
+//  * DescribedFunction: a public method marked [Description], wrapped by the bridge;
+//  * AIFunctionHandle: a real Microsoft.Extensions.AI AIFunction, driven through its
+//    public API by reflection, so the bridge compiles without the package.
+// Both expose the same shape: Name, Description, JsonSchema (text), IsConcurrencySafe,
+// and InvokeAsync(argumentsJson, token) -> Task<string> (the result as JSON text).
+// Invocation always starts on the thread pool, so a synchronous .NET body never
+// blocks the Python event loop.
+using System;
+using System.Collections;
+using System.Collections.Generic;
+using System.Linq;
+using System.Reflection;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Tether.Bridge
+{
+    public sealed class DescribedFunction
+    {
+        readonly MethodInfo _method;
+        readonly object _target;
+        readonly ParameterInfo[] _parameters;
+
+        public DescribedFunction(MethodInfo method, object target)
+        {
+            if (method == null) throw new ArgumentNullException("method");
+            if (!method.IsStatic && target == null) throw new ArgumentException("an instance method needs a target", "target");
+            if (method.ContainsGenericParameters) throw new ArgumentException("generic methods cannot be tools: " + method.Name);
+            _method = method;
+            _target = target;
+            _parameters = method.GetParameters();
+            Name = method.Name;
+            Description = Schema.DescriptionOf(method) ?? "";
+            JsonSchema = Schema.ForMethod(method);
+            IsConcurrencySafe = Discovery.HasAttributeNamed(method, "ConcurrencySafeAttribute")
+                || Discovery.HasAttributeNamed(method.DeclaringType, "ConcurrencySafeAttribute");
+        }
+
+        public string Name { get; private set; }
+        public string Description { get; private set; }
+        public string JsonSchema { get; private set; }
+        public bool IsConcurrencySafe { get; private set; }
+        public MethodInfo Method { get { return _method; } }
+
+        public object[] Bind(string argumentsJson, CancellationToken token)
+        {
+            object parsed;
+            try { parsed = Json.Parse(string.IsNullOrWhiteSpace(argumentsJson) ? "{}" : argumentsJson); }
+            catch (FormatException error) { throw new ArgumentBindingException(error.Message); }
+            var arguments = parsed as Dictionary<string, object>;
+            if (arguments == null) throw new ArgumentBindingException("arguments must be a JSON object");
+            var known = new HashSet<string>(StringComparer.Ordinal);
+            var values = new object[_parameters.Length];
+            for (var i = 0; i < _parameters.Length; i++)
+            {
+                var parameter = _parameters[i];
+                if (parameter.ParameterType == typeof(CancellationToken)) { values[i] = token; continue; }
+                known.Add(parameter.Name);
+                object json;
+                if (arguments.TryGetValue(parameter.Name, out json)) values[i] = Binder.Convert(json, parameter.ParameterType, parameter.Name);
+                else if (parameter.HasDefaultValue) values[i] = parameter.DefaultValue;
+                else throw new ArgumentBindingException(parameter.Name + ": missing required argument");
+            }
+            foreach (var key in arguments.Keys)
+                if (!known.Contains(key)) throw new ArgumentBindingException(key + ": unexpected argument");
+            return values;
+        }
+
+        public Task<string> InvokeAsync(string argumentsJson, CancellationToken token)
+        {
+            object[] values;
+            try { values = Bind(argumentsJson, token); }
+            catch (Exception error) { return Completion.Faulted(error); }
+            return Task.Run(() => Completion.ToJson(_method.Invoke(_target, values), _method.ReturnType), token);
+        }
+    }
+
+    public sealed class AIFunctionHandle
+    {
+        public const string AIFunctionTypeName = "Microsoft.Extensions.AI.AIFunction";
+
+        readonly object _function;
+        readonly Type _base;
+        readonly ConstructorInfo _argumentsCtor;
+        readonly MethodInfo _invoke;
+        readonly Func<string, object> _toJsonElement;
+
+        public AIFunctionHandle(object function, bool isConcurrencySafe)
+        {
+            if (function == null) throw new ArgumentNullException("function");
+            _base = Discovery.FindBase(function.GetType(), AIFunctionTypeName);
+            if (_base == null) throw new ArgumentException(function.GetType().FullName + " is not a " + AIFunctionTypeName);
+            _function = function;
+            var assembly = _base.Assembly;
+            var argumentsType = assembly.GetType("Microsoft.Extensions.AI.AIFunctionArguments");
+            if (argumentsType == null)
+                throw new NotSupportedException("this Microsoft.Extensions.AI version has no AIFunctionArguments (need 9.5 or newer)");
+            _argumentsCtor = argumentsType.GetConstructor(new[] { typeof(IDictionary<string, object>) });
+            _invoke = _base.GetMethod("InvokeAsync", new[] { argumentsType, typeof(CancellationToken) });
+            if (_argumentsCtor == null || _invoke == null)
+                throw new NotSupportedException("unsupported Microsoft.Extensions.AI API: AIFunction.InvokeAsync(AIFunctionArguments, CancellationToken) not found");
+            Name = (string)Property("Name");
+            Description = (string)Property("Description") ?? "";
+            var schema = Property("JsonSchema");
+            JsonSchema = schema == null ? "{\"type\":\"object\",\"properties\":{}}" : Json.Write(schema);
+            var elementType = _base.GetProperty("JsonSchema").PropertyType;
+            _toJsonElement = Records.JsonElementFactory(elementType);
+            IsConcurrencySafe = isConcurrencySafe || Discovery.HasAttributeNamed(function.GetType(), "ConcurrencySafeAttribute");
+        }
+
+        public object Function { get { return _function; } }
+        public string Name { get; private set; }
+        public string Description { get; private set; }
+        public string JsonSchema { get; private set; }
+        public bool IsConcurrencySafe { get; private set; }
+
+        object Property(string name)
+        {
+            var property = _base.GetProperty(name);
+            return property == null ? null : property.GetValue(_function, null);
+        }
+
+        public Task<string> InvokeAsync(string argumentsJson, CancellationToken token)
+        {
+            Dictionary<string, object> parsed;
+            try { parsed = Json.Parse(string.IsNullOrWhiteSpace(argumentsJson) ? "{}" : argumentsJson) as Dictionary<string, object>; }
+            catch (FormatException error) { return Completion.Faulted(new ArgumentBindingException(error.Message)); }
+            if (parsed == null) return Completion.Faulted(new ArgumentBindingException("arguments must be a JSON object"));
+            IDictionary<string, object> values = new Dictionary<string, object>(StringComparer.Ordinal);
+            foreach (var entry in parsed)
+                values[entry.Key] = _toJsonElement != null ? _toJsonElement(Json.Write(entry.Value)) : entry.Value;
+            return Task.Run(() =>
+            {
+                var arguments = _argumentsCtor.Invoke(new object[] { values });
+                var pending = _invoke.Invoke(_function, new[] { arguments, (object)token });
+                // ValueTask<object?> -> Task<object?>; the type comes from whichever assembly MEAI was built against.
+                var asTask = (Task)pending.GetType().GetMethod("AsTask", Type.EmptyTypes).Invoke(pending, null);
+                return Completion.ToJson(asTask, typeof(Task<object>), Serializer());
+            }, token);
+        }
+
+        // AIJsonUtilities.DefaultOptions + JsonSerializer.Serialize, when the package provides them.
+        Func<object, string> Serializer()
+        {
+            var utilities = _base.Assembly.GetType("Microsoft.Extensions.AI.AIJsonUtilities");
+            var options = utilities == null ? null : utilities.GetProperty("DefaultOptions");
+            var optionsValue = options == null ? null : options.GetValue(null, null);
+            if (optionsValue == null) return null;
+            var serializerType = optionsValue.GetType().Assembly.GetType("System.Text.Json.JsonSerializer");
+            var serialize = serializerType == null ? null
+                : serializerType.GetMethod("Serialize", new[] { typeof(object), typeof(Type), optionsValue.GetType() });
+            if (serialize == null) return null;
+            return value => (string)serialize.Invoke(null, new[] { value, value.GetType(), optionsValue });
+        }
+    }
+
+    static class Completion
+    {
+        public static Task<string> Faulted(Exception error)
+        {
+            var source = new TaskCompletionSource<string>();
+            source.SetException(error);
+            return source.Task;
+        }
+
+        // What a method returned (value, Task, Task<T>, ValueTask, ValueTask<T>) -> its JSON result.
+        // The declared return type decides whether there is a value: a Task or ValueTask
+        // without a type argument yields null, like a void method.
+        public static Task<string> ToJson(object returned, Type declared, Func<object, string> serializer = null)
+        {
+            var hasValue = declared != typeof(void) && !IsPlainAwaitable(declared);
+            if (returned != null && IsValueTask(returned.GetType()))
+                returned = returned.GetType().GetMethod("AsTask", Type.EmptyTypes).Invoke(returned, null);
+            var task = returned as Task;
+            if (task == null || !IsAwaitable(declared))
+                return Task.FromResult(hasValue ? Serialize(returned, serializer) : "null");
+            return task.ContinueWith(done =>
+            {
+                if (done.IsFaulted) throw TaskBridge.Unwrap(done.Exception);
+                if (done.IsCanceled) throw new OperationCanceledException("the .NET task was cancelled");
+                return hasValue ? Serialize(done.GetType().GetProperty("Result").GetValue(done, null), serializer) : "null";
+            }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+        }
+
+        static bool IsValueTask(Type type)
+        {
+            return type.FullName != null && type.FullName.StartsWith("System.Threading.Tasks.ValueTask", StringComparison.Ordinal);
+        }
+
+        static bool IsAwaitable(Type declared)
+        {
+            return typeof(Task).IsAssignableFrom(declared) || IsValueTask(declared);
+        }
+
+        static bool IsPlainAwaitable(Type declared)
+        {
+            return declared == typeof(Task) || declared.FullName == "System.Threading.Tasks.ValueTask";
+        }
+
+        static string Serialize(object value, Func<object, string> serializer)
+        {
+            if (value == null || serializer == null || value is string || value.GetType().IsPrimitive
+                || value.GetType().FullName == "System.Text.Json.JsonElement")
+                return Json.Write(value);
+            return serializer(value);
+        }
+    }
+
+    public static class Discovery
+    {
+        public static Type FindBase(Type type, string fullName)
+        {
+            for (var current = type; current != null; current = current.BaseType)
+                if (current.FullName == fullName) return current;
+            return null;
+        }
+
+        public static bool HasAttributeNamed(MemberInfo member, string name)
+        {
+            if (member == null) return false;
+            foreach (var attribute in member.GetCustomAttributes(true))
+                if (attribute.GetType().Name == name) return true;
+            return false;
+        }
+
+        // Public methods marked [Description]; instance methods need a public parameterless constructor.
+        public static DescribedFunction[] DescribedMethods(Assembly assembly)
+        {
+            var found = new List<DescribedFunction>();
+            foreach (var type in assembly.GetExportedTypes().OrderBy(t => t.FullName, StringComparer.Ordinal))
+            {
+                if (type.IsGenericTypeDefinition) continue;
+                object target = null;
+                var methods = type.GetMethods(BindingFlags.Public | BindingFlags.Static | BindingFlags.Instance | BindingFlags.DeclaredOnly)
+                    .Where(m => !m.IsSpecialName && Schema.DescriptionOf(m) != null)
+                    .OrderBy(m => m.Name, StringComparer.Ordinal);
+                foreach (var method in methods)
+                {
+                    if (!method.IsStatic && target == null)
+                    {
+                        if (type.IsAbstract || type.GetConstructor(Type.EmptyTypes) == null)
+                            throw new InvalidOperationException(type.FullName + "." + method.Name + " is an instance tool but " + type.FullName + " has no public parameterless constructor");
+                        target = Activator.CreateInstance(type);
+                    }
+                    found.Add(new DescribedFunction(method, method.IsStatic ? null : target));
+                }
+            }
+            return found.ToArray();
+        }
+
+        // AIFunction instances exposed by public static properties or parameterless static
+        // methods whose declared type is an AIFunction or a sequence of them. Members of other
+        // types are never evaluated, so discovery runs no unrelated code.
+        public static object[] AIFunctions(Assembly assembly)
+        {
+            var found = new List<object>();
+            foreach (var type in assembly.GetExportedTypes().OrderBy(t => t.FullName, StringComparer.Ordinal))
+            {
+                if (type.IsGenericTypeDefinition) continue;
+                foreach (var property in type.GetProperties(BindingFlags.Public | BindingFlags.Static).OrderBy(p => p.Name, StringComparer.Ordinal))
+                    if (property.GetIndexParameters().Length == 0 && property.CanRead && Exposes(property.PropertyType))
+                        Collect(property.GetValue(null, null), found);
+                foreach (var method in type.GetMethods(BindingFlags.Public | BindingFlags.Static).OrderBy(m => m.Name, StringComparer.Ordinal))
+                    if (!method.IsSpecialName && !method.ContainsGenericParameters && method.GetParameters().Length == 0 && Exposes(method.ReturnType))
+                        Collect(method.Invoke(null, null), found);
+            }
+            return found.ToArray();
+        }
+
+        static bool Exposes(Type declared)
+        {
+            if (FindBase(declared, AIFunctionHandle.AIFunctionTypeName) != null) return true;
+            var element = declared.IsArray ? declared.GetElementType() : Binder.SequenceElement(declared);
+            return element != null && FindBase(element, AIFunctionHandle.AIFunctionTypeName) != null;
+        }
+
+        static void Collect(object value, List<object> found)
+        {
+            if (value == null) return;
+            if (FindBase(value.GetType(), AIFunctionHandle.AIFunctionTypeName) != null) { found.Add(value); return; }
+            var sequence = value as IEnumerable;
+            if (sequence == null) return;
+            foreach (var item in sequence)
+                if (item != null && FindBase(item.GetType(), AIFunctionHandle.AIFunctionTypeName) != null) found.Add(item);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+// Microsoft.Extensions.AI content records, built and read by reflection so the
+// bridge compiles without the package: FunctionResultContent out, FunctionCallContent in.
+using System;
+using System.Collections;
+using System.Linq;
+using System.Reflection;
+
+namespace Tether.Bridge
+{
+    public static class Records
+    {
+        public const string AbstractionsAssembly = "Microsoft.Extensions.AI.Abstractions";
+
+        public static Assembly FindAbstractions()
+        {
+            return AppDomain.CurrentDomain.GetAssemblies().FirstOrDefault(a => a.GetName().Name == AbstractionsAssembly);
+        }
+
+        // JSON text -> a detached System.Text.Json.JsonElement (the value type MEAI uses for
+        // parsed arguments and results), or null when System.Text.Json is not there.
+        public static Func<string, object> JsonElementFactory(Type elementType)
+        {
+            var documentType = elementType.Assembly.GetType("System.Text.Json.JsonDocument");
+            var optionsType = elementType.Assembly.GetType("System.Text.Json.JsonDocumentOptions");
+            if (documentType == null || optionsType == null) return null;
+            var parse = documentType.GetMethod("Parse", new[] { typeof(string), optionsType });
+            var root = documentType.GetProperty("RootElement");
+            var clone = elementType.GetMethod("Clone", Type.EmptyTypes);
+            if (parse == null || root == null || clone == null) return null;
+            var options = Activator.CreateInstance(optionsType);
+            return text =>
+            {
+                var document = (IDisposable)parse.Invoke(null, new[] { text, options });
+                try { return clone.Invoke(root.GetValue(document, null), null); }
+                finally { document.Dispose(); }
+            };
+        }
+
+        // A real FunctionResultContent whose Result is the JSON value as a JsonElement and,
+        // for failures, whose Exception carries "CODE: message" (it is never serialized).
+        public static object CreateFunctionResult(string callId, string name, string resultJson, string error)
+        {
+            var assembly = FindAbstractions();
+            if (assembly == null) throw new InvalidOperationException(AbstractionsAssembly + " is not loaded");
+            var type = assembly.GetType("Microsoft.Extensions.AI.FunctionResultContent", true);
+            var aiFunction = assembly.GetType("Microsoft.Extensions.AI.AIFunction", true);
+            var toElement = JsonElementFactory(aiFunction.GetProperty("JsonSchema").PropertyType);
+            object result = toElement != null ? toElement(resultJson) : Json.Parse(resultJson);
+            object content = null;
+            foreach (var constructor in type.GetConstructors())
+            {
+                var parameters = constructor.GetParameters();
+                if (parameters.Length == 2 && parameters[0].ParameterType == typeof(string))
+                    content = constructor.Invoke(new[] { callId, result });
+                else if (parameters.Length == 3 && parameters[1].ParameterType == typeof(string))
+                    content = constructor.Invoke(new[] { callId, name, result });
+                if (content != null) break;
+            }
+            if (content == null) throw new NotSupportedException("no known FunctionResultContent constructor in this " + AbstractionsAssembly);
+            if (error != null)
+            {
+                var exception = type.GetProperty("Exception");
+                if (exception != null && exception.CanWrite) exception.SetValue(content, new InvalidOperationException(error), null);
+            }
+            return content;
+        }
+
+        // FunctionCallContent.Arguments (IDictionary<string, object?>, values often JsonElement) -> JSON text.
+        public static string ArgumentsJson(object functionCallContent)
+        {
+            var property = functionCallContent.GetType().GetProperty("Arguments");
+            if (property == null) throw new ArgumentException(functionCallContent.GetType().FullName + " has no Arguments property");
+            var arguments = property.GetValue(functionCallContent, null) as IDictionary;
+            return arguments == null ? "{}" : Json.Write(arguments);
+        }
+    }
+}

@@ -1,0 +1,167 @@
+"""C# tools as registry tools: loading assemblies, discovering functions, wrapping them.
+
+A :class:`ClrFunction` implements the same :class:`~tether_clr.tools.Tool`
+protocol as a Python tool, so it lives in the same registry, scope tree and
+pipeline, and fails with the same codes:
+
+* arguments the .NET side cannot bind -> INVALID_ARGS;
+* a .NET exception -> TOOL_ERROR, message ``Full.Type.Name: message`` of the
+  innermost exception (AggregateException / TargetInvocationException unwrapped);
+* OperationCanceledException after dispatch -> ABORTED.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from ..cancellation import CancellationToken
+from ..schema import canonical_json
+from .bridge import bridge, clr_add_reference
+from .runtime import ClrUnavailableError
+from .tasks import await_dotnet_json
+
+__all__ = [
+    "ClrFunction",
+    "add_probe_directory",
+    "discover_functions",
+    "find_meai_directories",
+    "load_assembly",
+    "wrap_aifunction",
+]
+
+
+class ClrFunction:
+    """A .NET tool: a ``[Description]`` method wrapped by the bridge, or a real AIFunction."""
+
+    def __init__(self, handle: Any, kind: Literal["method", "aifunction"]) -> None:
+        self._handle = handle
+        self.kind = kind
+        self._name = str(handle.Name)
+        self._description = str(handle.Description or "")
+        self._schema_json = str(handle.JsonSchema)
+        self._concurrency_safe = bool(handle.IsConcurrencySafe)
+        task_bridge = bridge().TaskBridge
+        # Only the bridge's own binder failing means "bad arguments" for a wrapped method; an
+        # AIFunction reports bad arguments the way Microsoft.Extensions.AI does (ArgumentException, JsonException).
+        self._is_argument_error = task_bridge.IsBindingError if kind == "method" else task_bridge.IsArgumentError
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = json.loads(self._schema_json)
+        return schema
+
+    @property
+    def clr_object(self) -> Any:
+        """The wrapped ``MethodInfo`` or ``AIFunction``."""
+        return self._handle.Method if self.kind == "method" else self._handle.Function
+
+    def is_concurrency_safe(self, arguments: Any) -> bool:
+        """From ``[ConcurrencySafe]`` (by name, any namespace) or ``wrap_aifunction(..., is_concurrency_safe=True)``."""
+        return self._concurrency_safe
+
+    async def invoke(self, arguments: dict[str, Any], cancellation: CancellationToken) -> Any:
+        text = canonical_json(arguments)
+        return await await_dotnet_json(lambda token: self._handle.InvokeAsync(text, token), cancellation, self._is_argument_error)
+
+    def __repr__(self) -> str:
+        return f"ClrFunction(name={self._name!r}, kind={self.kind!r})"
+
+
+def load_assembly(path: str | os.PathLike[str]) -> Any:
+    """Load a .NET assembly by path (loading the runtime and the bridge first)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no .NET assembly at {path}")
+    bridge()
+    try:
+        return clr_add_reference(path.resolve())
+    except Exception as exc:
+        raise ClrUnavailableError(f"could not load {path}: {exc}") from exc
+
+
+def _missing_dependency(error: Any) -> str:
+    loader_errors = getattr(error, "LoaderExceptions", None) or []
+    names = sorted({str(getattr(e, "FileName", "") or e.Message) for e in loader_errors if e is not None})
+    return ", ".join(names) or str(error)
+
+
+def discover_functions(assembly: Any) -> list[ClrFunction]:
+    """Every tool an assembly exposes, in ordinal type then member order.
+
+    (a) real ``Microsoft.Extensions.AI.AIFunction`` instances from public static
+    properties or parameterless static methods typed as AIFunction (or a
+    sequence of them), recognised by type name, so no compile-time reference is
+    needed; (b) public methods marked ``System.ComponentModel.DescriptionAttribute``.
+    """
+    native = bridge()
+    try:
+        methods = list(native.Discovery.DescribedMethods(assembly))
+        functions = list(native.Discovery.AIFunctions(assembly))
+    except Exception as exc:
+        if "ReflectionTypeLoadException" in type(exc).__name__ or hasattr(exc, "LoaderExceptions"):
+            raise ClrUnavailableError(
+                f"{assembly.GetName().Name} needs assemblies that are not loaded: {_missing_dependency(exc)}; "
+                "set TETHER_MEAI_DIR to a folder with Microsoft.Extensions.AI.Abstractions.dll and its dependencies"
+            ) from exc
+        raise
+    return [ClrFunction(handle, "method") for handle in methods] + [wrap_aifunction(f) for f in functions]
+
+
+def wrap_aifunction(function: Any, *, is_concurrency_safe: bool = False) -> ClrFunction:
+    """Wrap one ``Microsoft.Extensions.AI.AIFunction`` object; EXCLUSIVE unless declared safe."""
+    try:
+        handle = bridge().AIFunctionHandle(function, is_concurrency_safe)
+    except Exception as exc:
+        raise TypeError(f"cannot wrap {function!r} as an AIFunction: {exc}") from exc
+    return ClrFunction(handle, "aifunction")
+
+
+def add_probe_directory(directory: str | os.PathLike[str]) -> None:
+    """Let the runtime resolve dependencies (e.g. Microsoft.Extensions.AI) from ``directory``."""
+    bridge().AssemblyProbe.AddDirectory(str(Path(directory).resolve()))
+
+
+_PREFERRED_TFMS = ("net9.0", "net8.0", "netstandard2.1", "netstandard2.0", "net462")
+
+
+def _package_lib_dirs(packages: Path) -> Iterator[Path]:
+    """The best ``lib/<tfm>`` folder of the newest version of every package in a NuGet cache."""
+    for package in sorted(packages.iterdir()):
+        versions = sorted((v for v in package.iterdir() if v.is_dir()), key=lambda v: v.name)
+        if not versions:
+            continue
+        lib = versions[-1] / "lib"
+        for tfm in _PREFERRED_TFMS:
+            if (lib / tfm).is_dir():
+                yield lib / tfm
+                break
+
+
+def find_meai_directories() -> list[Path]:
+    """Folders that together hold Microsoft.Extensions.AI.Abstractions.dll and its dependencies.
+
+    ``$TETHER_MEAI_DIR`` first; else a NuGet cache (``$NUGET_PACKAGES`` or
+    ``~/.nuget/packages``) holding the package. Empty when neither has it.
+    """
+    explicit = os.environ.get("TETHER_MEAI_DIR")
+    if explicit:
+        folder = Path(explicit)
+        return [folder] if (folder / "Microsoft.Extensions.AI.Abstractions.dll").is_file() else []
+    packages = Path(os.environ.get("NUGET_PACKAGES") or Path.home() / ".nuget" / "packages")
+    if not (packages / "microsoft.extensions.ai.abstractions").is_dir():
+        return []
+    folders = list(_package_lib_dirs(packages))
+    has_abstractions = any((folder / "Microsoft.Extensions.AI.Abstractions.dll").is_file() for folder in folders)
+    return folders if has_abstractions else []

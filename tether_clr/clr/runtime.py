@@ -1,0 +1,138 @@
+"""Choosing and loading the .NET runtime that pythonnet hosts.
+
+pythonnet can host exactly one runtime per process, for the life of the
+process, so the choice is made once and remembered; asking for a different
+kind later is an error that says so instead of a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import TetherError
+
+__all__ = ["ClrRuntime", "ClrUnavailableError", "current_runtime", "load_runtime"]
+
+logger = logging.getLogger("tether_clr")
+
+RuntimeKind = Literal["auto", "mono", "coreclr"]
+
+INSTALL_HINT = (
+    "install a .NET runtime: on Debian `apt-get install mono-devel` (what ./tasks.sh setup does), "
+    "or a .NET SDK from Microsoft"
+)
+
+
+class ClrUnavailableError(TetherError, RuntimeError):
+    """No usable .NET runtime, assembly or package: the message names what to install."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClrRuntime:
+    kind: Literal["mono", "coreclr"]
+    description: str
+
+
+_lock = threading.Lock()
+_loaded: ClrRuntime | None = None
+
+
+def _coreclr_spec() -> object | None:
+    try:
+        from clr_loader.util.find import find_runtimes
+    except ImportError:  # pragma: no cover - clr_loader ships with pythonnet
+        return None
+    try:
+        specs = [spec for spec in find_runtimes() if spec.name == "Microsoft.NETCore.App"]
+    except Exception:  # a broken dotnet install must not stop Mono from being used
+        logger.debug("probing for CoreCLR failed", exc_info=True)
+        return None
+    return max(specs, key=lambda spec: spec.version, default=None)
+
+
+def _libmono() -> str | None:
+    try:
+        from clr_loader.util.find import find_libmono
+
+        found = find_libmono()
+    except Exception:
+        found = None
+    return None if found is None else str(found)
+
+
+def _choose(kind: RuntimeKind) -> Literal["mono", "coreclr"]:
+    if kind == "coreclr":
+        if _coreclr_spec() is None:
+            raise ClrUnavailableError(f"kind='coreclr' was asked for but no Microsoft.NETCore.App runtime was found; {INSTALL_HINT}")
+        return "coreclr"
+    if kind == "mono":
+        if _libmono() is None:
+            raise ClrUnavailableError(f"kind='mono' was asked for but libmono was not found; {INSTALL_HINT}")
+        return "mono"
+    if _coreclr_spec() is not None:
+        return "coreclr"
+    if _libmono() is not None:
+        return "mono"
+    raise ClrUnavailableError(f"no .NET runtime found (neither CoreCLR nor Mono); {INSTALL_HINT}")
+
+
+def _describe(kind: str) -> str:
+    import System  # type: ignore[import-not-found]
+
+    if kind == "mono":
+        mono = System.Type.GetType("Mono.Runtime")
+        display = mono.GetMethod("GetDisplayName", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static)
+        version = display.Invoke(None, None) if display is not None else str(System.Environment.Version)
+        return f"Mono {version}"
+    return f".NET {System.Environment.Version} (CoreCLR)"
+
+
+def current_runtime() -> ClrRuntime | None:
+    return _loaded
+
+
+def load_runtime(kind: RuntimeKind = "auto") -> ClrRuntime:
+    """Load (once) and describe the .NET runtime.
+
+    ``auto`` picks CoreCLR when a .NET install is found, else Mono. Raises
+    :class:`ClrUnavailableError` when nothing usable is installed or when a
+    different runtime is already loaded in this process.
+    """
+    global _loaded
+    if kind not in ("auto", "mono", "coreclr"):
+        raise ValueError(f"kind must be 'auto', 'mono' or 'coreclr', got {kind!r}")
+    with _lock:
+        if _loaded is not None:
+            if kind not in ("auto", _loaded.kind):
+                raise ClrUnavailableError(f"{_loaded.kind} is already loaded in this process and pythonnet cannot switch to {kind}")
+            return _loaded
+        import pythonnet
+
+        info = pythonnet.get_runtime_info()
+        if info is not None:  # someone loaded pythonnet before us: adopt it
+            chosen: Literal["mono", "coreclr"] = "mono" if "mono" in info.kind.lower() else "coreclr"
+            if kind not in ("auto", chosen):
+                raise ClrUnavailableError(f"pythonnet already hosts {info.kind}; cannot switch to {kind}")
+        else:
+            chosen = _choose(kind)
+            with warnings.catch_warnings():
+                # clr_loader warns about Mono < 6.12; Debian 12 ships 6.8, which this project tests against.
+                warnings.filterwarnings("ignore", message="Hosting Mono versions before", category=UserWarning)
+                try:
+                    pythonnet.load(chosen)
+                except Exception as exc:
+                    raise ClrUnavailableError(f"loading {chosen} through pythonnet failed: {exc}; {INSTALL_HINT}") from exc
+        import clr  # type: ignore[import-not-found]  # noqa: F401  (makes .NET namespaces importable)
+
+        _loaded = ClrRuntime(chosen, _describe(chosen))
+        logger.info("hosting %s", _loaded.description)
+        return _loaded
+
+
+def have_compiler() -> bool:
+    return shutil.which("mcs") is not None or shutil.which("dotnet") is not None

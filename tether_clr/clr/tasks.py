@@ -1,0 +1,93 @@
+"""Awaiting .NET work from anyio without blocking a thread per call.
+
+The bridge's ``TaskBridge.OnCompleted`` runs one callback when a Task finishes;
+the callback only schedules ``Event.set`` on the event loop through anyio's
+event-loop token (thread-safe, non-blocking, asyncio and trio alike). The
+caller's cancellation token, and anyio cancellation of the awaiting task, both
+become ``CancellationTokenSource.Cancel()``; the .NET task is then drained, so
+no body is left running behind the pipeline's back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from ..cancellation import CancellationToken, OperationCancelledError
+from ..errors import ToolArgumentError, ToolError
+
+__all__ = ["await_dotnet_json", "raise_for_clr_exception"]
+
+
+def raise_for_clr_exception(error: Any, is_argument_error: Callable[[Any], bool]) -> None:
+    """Map a .NET exception to what the pipeline understands; always raises."""
+    from .bridge import bridge
+
+    task_bridge = bridge().TaskBridge
+    inner = task_bridge.Unwrap(error)
+    if task_bridge.IsCancellation(inner):
+        raise OperationCancelledError(f"{inner.GetType().FullName}: {inner.Message}")
+    if is_argument_error(inner):
+        raise ToolArgumentError(str(inner.Message))
+    raise ToolError(str(task_bridge.Describe(inner)))
+
+
+async def _completion(task: Any, source: Any) -> None:
+    if task.IsCompleted:
+        return
+    from .bridge import bridge
+
+    loop = anyio.lowlevel.current_token()
+    done = anyio.Event()
+
+    def wake() -> None:  # runs on a .NET thread-pool thread
+        try:
+            loop.backend_class.run_sync_soon(done.set, (), loop.native_token)
+        except Exception:  # the loop is gone; nobody is waiting any more
+            pass
+
+    from System import Action  # type: ignore[import-not-found]
+
+    bridge().TaskBridge.OnCompleted(task, Action(wake))
+    try:
+        await done.wait()
+    except anyio.get_cancelled_exc_class():
+        source.Cancel()
+        with anyio.CancelScope(shield=True):
+            await done.wait()
+        raise
+
+
+async def await_dotnet_json(
+    start: Callable[[Any], Any],
+    cancellation: CancellationToken,
+    is_argument_error: Callable[[Any], bool],
+) -> Any:
+    """Start .NET work that returns ``Task<string>`` (JSON) and await its parsed result.
+
+    ``start`` receives a .NET ``CancellationToken`` linked to ``cancellation``.
+    """
+    from System.Threading import CancellationTokenSource  # type: ignore[import-not-found]
+
+    source = CancellationTokenSource()
+    link = cancellation.register(source.Cancel)
+    try:
+        try:
+            task = start(source.Token)
+        except Exception as error:
+            if hasattr(error, "GetType"):  # a .NET exception thrown synchronously
+                raise_for_clr_exception(error, is_argument_error)
+            raise
+        await _completion(task, source)
+        if task.IsFaulted:
+            raise_for_clr_exception(task.Exception, is_argument_error)
+        if task.IsCanceled:
+            raise OperationCancelledError("the .NET task was cancelled")
+        return json.loads(task.Result)
+    finally:
+        link.dispose()
+        source.Dispose()
