@@ -108,6 +108,7 @@ namespace Tether.Fixtures
     public class Waiter
     {
         public static int Cancelled;
+        public static int Started;
         public static int Running;
         public static int PeakRunning;
 
@@ -130,6 +131,7 @@ namespace Tether.Fixtures
         [Description("Waits until cancelled.")]
         public async Task<string> UntilCancelled(CancellationToken cancellationToken)
         {
+            Interlocked.Increment(ref Started);
             try
             {
                 await Task.Delay(Timeout.Infinite, cancellationToken);
@@ -145,6 +147,7 @@ namespace Tether.Fixtures
         public static void Reset()
         {
             Cancelled = 0;
+            Started = 0;
             Running = 0;
             PeakRunning = 0;
         }

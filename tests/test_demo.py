@@ -21,3 +21,13 @@ def test_demo_runs_and_logs_every_call(tmp_path: Path, capsys: pytest.CaptureFix
     with SqliteToolLog(log) as reopened:
         assert len(reopened.declared_calls()) == len(reopened.outcomes()) == 7
         assert reopened.pending_calls() == []
+
+
+def test_demo_hosts_csharp_tools_next_to_python_ones(clr_tools: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "log.sqlite3"
+    assert main(["--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "C# tools hosted on" in out
+    assert "Hello, Ada!" in out
+    with SqliteToolLog(log) as reopened:
+        assert len(reopened.outcomes()) == 9
