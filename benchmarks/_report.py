@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import platform
 import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+import anyio
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -39,3 +43,19 @@ def write_readme_section(name: str, body: str) -> None:
     if not pattern.search(text):
         raise SystemExit(f"README.md has no <!-- bench:{name} --> section")
     README.write_text(pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text), encoding="utf-8")
+
+
+def run_cli(main: Callable[[bool, int, str], Awaitable[Any]], doc: str | None, section: str) -> None:
+    """The shared command line: ``[--write-readme] [--rounds N] [--backend asyncio|trio]``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write-readme", action="store_true", help=f"replace the README's {section} benchmark section")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    args = parser.parse_args()
+    anyio.run(main, args.write_readme, args.rounds, args.backend, backend=args.backend)
+
+
+def publish(section: str, report: str, write: bool) -> None:
+    print(report)
+    if write:
+        write_readme_section(section, report)

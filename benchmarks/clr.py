@@ -12,20 +12,22 @@ several ``max_parallelism`` values.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
-import anyio
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import machine_line, per_call_us, table, write_readme_section  # noqa: E402
+from _report import machine_line, per_call_us, publish, run_cli, table  # noqa: E402
 
 from tether_clr import CancellationToken, ToolCall, ToolRegistry  # noqa: E402
-from tether_clr.clr import build_fixtures, discover_functions, load_assembly, load_runtime  # noqa: E402
+from tether_clr.clr import (  # noqa: E402
+    build_fixtures,
+    discover_functions,
+    load_assembly,
+    load_runtime,
+)
 
 
 async def overhead_rows(functions: dict, rounds: int) -> list[list[str]]:
@@ -86,15 +88,8 @@ async def main(write: bool, rounds: int, backend: str) -> None:
         f"Measured with `.venv/bin/python benchmarks/clr.py --write-readme` ({backend}; {runtime.description}; "
         f"{machine_line()}; best of {rounds} rounds).\n\n{overhead}\n\n{overlap}\n"
     )
-    print(report)
-    if write:
-        write_readme_section("clr", report)
+    publish("clr", report, write)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write-readme", action="store_true", help="replace the README's .NET benchmark table")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
-    args = parser.parse_args()
-    anyio.run(main, args.write_readme, args.rounds, args.backend, backend=args.backend)
+    run_cli(main, __doc__, "clr")

@@ -10,19 +10,25 @@ of a tool that sleeps 20 ms, at several ``max_parallelism`` values.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import machine_line, per_call_us, table, write_readme_section  # noqa: E402
+from _report import machine_line, per_call_us, publish, run_cli, table  # noqa: E402
 
-from tether_clr import PythonFunction, ToolCall, ToolPostDecision, ToolRegistrationOptions, ToolRegistry  # noqa: E402
+from tether_clr import (  # noqa: E402
+    PythonFunction,
+    ToolCall,
+    ToolPostDecision,
+    ToolRegistrationOptions,
+    ToolRegistry,
+)
 
 
 async def noop() -> None:
@@ -59,7 +65,7 @@ async def overhead_rows(rounds: int) -> list[list[str]]:
         for batch_size, batches in ((1, 400), (100, 4)):
             calls = [ToolCall(f"c{i}", "noop", "{}") for i in range(batch_size)]
 
-            async def run(calls: list[ToolCall] = calls, batches: int = batches) -> None:
+            async def run(calls: list[ToolCall] = calls, batches: int = batches, registry: ToolRegistry = registry, view: Any = view) -> None:
                 for _ in range(batches):
                     await registry.execute_batch(calls, view)
 
@@ -96,15 +102,8 @@ async def main(write: bool, rounds: int, backend: str) -> None:
         f"Measured with `.venv/bin/python benchmarks/pipeline.py --write-readme` ({backend}; {machine_line()}; best of {rounds} rounds).\n\n"
         f"{overhead}\n\n{speedup}\n"
     )
-    print(report)
-    if write:
-        write_readme_section("pipeline", report)
+    publish("pipeline", report, write)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write-readme", action="store_true", help="replace the README's pipeline benchmark table")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
-    args = parser.parse_args()
-    anyio.run(main, args.write_readme, args.rounds, args.backend, backend=args.backend)
+    run_cli(main, __doc__, "pipeline")

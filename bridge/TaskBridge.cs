@@ -1,7 +1,8 @@
-// Completion of a .NET Task becomes one callback, so Python awaits .NET work
-// without parking a thread per call: the callback only schedules a wake-up on
-// the event loop (see tether_clr/clr/tasks.py).
+// Completion of a .NET Task becomes one byte on a pipe, so Python awaits .NET
+// work on its event loop without parking a thread per call (see
+// tether_clr/clr/tasks.py).
 using System;
+using System.Runtime.InteropServices;
 using System.Threading;
 using System.Threading.Tasks;
 
@@ -9,17 +10,17 @@ namespace Tether.Bridge
 {
     public static class TaskBridge
     {
-        // Runs `callback` once `task` has finished (ran to completion, faulted or
-        // cancelled), on a thread-pool thread. The callback must never throw into
-        // the pool: an unhandled exception there would take the whole process down.
-        public static void OnCompleted(Task task, Action callback)
+        // Writes one byte to `fd` once `task` has finished (ran to completion, faulted
+        // or cancelled), then closes `fd`: the bridge owns it from this call on. The
+        // Python side waits for the read end to become readable. No .NET thread ever
+        // calls into Python, so a .NET garbage collection can never wait on the GIL.
+        public static void SignalOnCompletion(Task task, int fd)
         {
             if (task == null) throw new ArgumentNullException("task");
-            if (callback == null) throw new ArgumentNullException("callback");
             task.ContinueWith(
-                delegate(Task _) { try { callback(); } catch (Exception) { } },
+                delegate(Task _) { Posix.SignalAndClose(fd); },
                 CancellationToken.None,
-                TaskContinuationOptions.None,
+                TaskContinuationOptions.ExecuteSynchronously,
                 TaskScheduler.Default);
         }
 
@@ -67,6 +68,43 @@ namespace Tether.Bridge
         public static string ResultOf(Task<string> task)
         {
             return task.Result;
+        }
+    }
+
+    static class Posix
+    {
+        static readonly byte[] One = { 1 };
+
+        [DllImport("libc", EntryPoint = "write", SetLastError = true)]
+        static extern IntPtr WriteLibc(int fd, byte[] buffer, IntPtr count);
+
+        [DllImport("libc", EntryPoint = "close", SetLastError = true)]
+        static extern int CloseLibc(int fd);
+
+        [DllImport("libc.so.6", EntryPoint = "write", SetLastError = true)]
+        static extern IntPtr WriteLibc6(int fd, byte[] buffer, IntPtr count);
+
+        [DllImport("libc.so.6", EntryPoint = "close", SetLastError = true)]
+        static extern int CloseLibc6(int fd);
+
+        // Mono maps "libc" through its dllmap; CoreCLR may need the versioned soname.
+        public static void SignalAndClose(int fd)
+        {
+            try
+            {
+                WriteLibc(fd, One, (IntPtr)1);
+                CloseLibc(fd);
+            }
+            catch (DllNotFoundException)
+            {
+                WriteLibc6(fd, One, (IntPtr)1);
+                CloseLibc6(fd);
+            }
+            catch (EntryPointNotFoundException)
+            {
+                WriteLibc6(fd, One, (IntPtr)1);
+                CloseLibc6(fd);
+            }
         }
     }
 

@@ -16,7 +16,12 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def clr_tools() -> dict[str, Any]:
     try:
-        from tether_clr.clr import build_fixtures, discover_functions, load_assembly, load_runtime
+        from tether_clr.clr import (
+            build_fixtures,
+            discover_functions,
+            load_assembly,
+            load_runtime,
+        )
 
         runtime = load_runtime()
         assembly = load_assembly(build_fixtures())

@@ -8,17 +8,16 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.helpers import add, call, codes
 from tether_clr import (
     CancellationSource,
     CancellationToken,
     InMemoryToolLog,
     ResultPolicyError,
     SinkError,
-    ToolFailureCodes,
     ToolPostDecision,
     ToolRegistry,
 )
-from tests.helpers import add, call, codes
 
 pytestmark = pytest.mark.anyio
 

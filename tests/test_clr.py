@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.helpers import call, codes
 from tether_clr import (
     AgentPipelineScope,
     CancellationSource,
@@ -28,7 +29,6 @@ from tether_clr import (
     ToolRegistrationOptions,
     ToolRegistry,
 )
-from tests.helpers import call, codes
 
 pytestmark = pytest.mark.anyio
 
@@ -296,7 +296,13 @@ def test_build_is_cached_by_source_hash(clr_tools: dict[str, Any], tmp_path: Pat
 # -------------------------------------------- real Microsoft.Extensions.AI (when present)
 @pytest.fixture(scope="session")
 def meai(clr_tools: dict[str, Any]) -> dict[str, Any]:
-    from tether_clr.clr import compile_library, discover_functions, find_meai_directories, load_assembly, load_meai
+    from tether_clr.clr import (
+        compile_library,
+        discover_functions,
+        find_meai_directories,
+        load_assembly,
+        load_meai,
+    )
 
     folders = find_meai_directories()
     if not folders:

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.helpers import add, call, codes
 from tether_clr import (
     AgentPipelineScope,
     ApprovalResult,
@@ -24,7 +25,6 @@ from tether_clr import (
     ToolPreDecision,
     ToolRegistry,
 )
-from tests.helpers import add, call, codes
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from tests.helpers import add, call
 from tether_clr import (
     AgentPipelineScope,
     DuplicateToolError,
@@ -16,7 +18,6 @@ from tether_clr import (
     ToolRegistry,
     ToolsChangedEvent,
 )
-from tests.helpers import add, call
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +95,7 @@ def test_declarations_are_ordinal_sorted_and_detached() -> None:
     assert [d.name for d in declarations] == ["Alpha", "Zed", "_x", "alpha", "beta"]
     declarations[0].parameters["properties"]["q"]["injected"] = True
     assert "injected" not in registry.get_declarations()[0].parameters["properties"]["q"]
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         declarations[0].name = "renamed"  # type: ignore[misc]
 
 

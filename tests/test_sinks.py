@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tether_clr import SqliteToolLog, ToolFailureCodes, ToolRegistry
 from tests.helpers import add, call
+from tether_clr import SqliteToolLog, ToolFailureCodes, ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,13 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from tether_clr import CancellationSource, CancellationToken, PythonFunction, Tool, ToolArgumentError
+from tether_clr import (
+    CancellationSource,
+    CancellationToken,
+    PythonFunction,
+    Tool,
+    ToolArgumentError,
+)
 
 pytestmark = pytest.mark.anyio
 

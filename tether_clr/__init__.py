@@ -7,7 +7,12 @@ records them. See README.md for the tour.
 
 from .batch import ToolCallSink
 from .cancellation import CancellationSource, CancellationToken, OperationCancelledError
-from .decisions import ApprovalResult, ToolExecutionMode, ToolPostDecision, ToolPreDecision
+from .decisions import (
+    ApprovalResult,
+    ToolExecutionMode,
+    ToolPostDecision,
+    ToolPreDecision,
+)
 from .errors import (
     BatchAbortedError,
     DuplicateToolError,

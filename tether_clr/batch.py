@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
-from anyio.abc import TaskGroup
 
 from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
 from .decisions import ToolExecutionMode
@@ -33,7 +32,7 @@ from .pipeline import CallPipeline, describe_exception
 if TYPE_CHECKING:
     from .registry import SealedToolCatalogView, ToolRegistry, _ToolEntry
 
-__all__ = ["ToolCallSink", "run_batch"]
+__all__ = ["BatchRun", "ToolCallSink"]
 
 
 class ToolCallSink(Protocol):
@@ -72,7 +71,9 @@ def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: Tool
             )
 
 
-class _BatchRun:
+class BatchRun:
+    """One execution of :meth:`ToolRegistry.execute_batch`; validates its inputs before anything runs."""
+
     def __init__(
         self,
         registry: ToolRegistry,
@@ -82,6 +83,7 @@ class _BatchRun:
         sink: ToolCallSink | None,
         cancellation: CancellationToken | None,
     ) -> None:
+        _validate(calls, view, registry, max_parallelism)
         self._registry = registry
         self._calls = calls
         self._view = view
@@ -231,14 +233,3 @@ def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolE
     reason = token.reason or "cancellation requested"
     return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")
 
-
-async def run_batch(
-    registry: ToolRegistry,
-    calls: list[ToolCall],
-    view: SealedToolCatalogView,
-    max_parallelism: int,
-    sink: ToolCallSink | None,
-    cancellation: CancellationToken | None,
-) -> list[ToolExecutionOutcome]:
-    _validate(calls, view, registry, max_parallelism)
-    return await _BatchRun(registry, calls, view, max_parallelism, sink, cancellation).run()

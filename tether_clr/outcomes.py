@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .cancellation import CancellationToken
-from .schema import canonical_json, to_json_text, to_json_value
+from .schema import canonical_json, to_json_text
 
 if TYPE_CHECKING:
     from .scope import AgentPipelineScope
@@ -221,7 +221,7 @@ class ToolExecutionOutcome:
 
     def to_function_result(self) -> FunctionResultContent:
         exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"
-        return FunctionResultContent(call_id=self.call_id, result=self.value, exception=exception)
+        return FunctionResultContent.model_validate({"callId": self.call_id, "result": self.value, "exception": exception})
 
     def to_clr_function_result(self) -> Any:
         """A real .NET ``FunctionResultContent``; needs Microsoft.Extensions.AI loaded."""

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from .cancellation import CancellationToken
 from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import DuplicateToolError, InvariantViolation
-from .schema import ArgumentValidator, InvalidArgumentsJson, ToolSchemaSnapshot, parse_arguments
+from .schema import (
+    ArgumentValidator,
+    InvalidArgumentsJson,
+    ToolSchemaSnapshot,
+    parse_arguments,
+)
 from .scope import AgentPipelineScope
 from .tools import Tool, as_concurrency_predicate
 
@@ -348,9 +353,9 @@ class ToolRegistry:
         :class:`~tether_clr.errors.SinkError`, after every dispatched body has
         finished.
         """
-        from .batch import run_batch
+        from .batch import BatchRun
 
-        return await run_batch(self, list(calls), view, max_parallelism, sink, cancellation)
+        return await BatchRun(self, list(calls), view, max_parallelism, sink, cancellation).run()
 
 
 def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegistrationOptions) -> _ToolEntry:
@@ -368,6 +373,7 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
         validator = ArgumentValidator(tool.json_schema)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"tool {name!r}: {exc}") from None
+    concurrency: Callable[[Any], Any] | None
     if options.is_concurrency_safe is not None:
         concurrency = as_concurrency_predicate(options.is_concurrency_safe)
     else:

@@ -24,6 +24,11 @@ class AgentPipelineScope:
 
     __slots__ = ("parent", "session_id", "session", "owner", "_depth", "__weakref__")
 
+    parent: AgentPipelineScope | None
+    session_id: str | None
+    session: Any
+    owner: Any
+
     def __init__(
         self,
         parent: AgentPipelineScope | None = None,
@@ -39,9 +44,10 @@ class AgentPipelineScope:
                 raise ValueError(
                     f"a child scope cannot change its owner ({parent.owner!r} -> {owner!r})"
                 )
-            owner = parent.owner if owner is None else owner
-            session = parent.session if session is None else session
-            session_id = parent.session_id if session_id is None else session_id
+            inherited: AgentPipelineScope = parent
+            owner = inherited.owner if owner is None else owner
+            session = inherited.session if session is None else session
+            session_id = inherited.session_id if session_id is None else session_id
         self.parent = parent
         self.session_id = session_id
         self.session = session

@@ -10,7 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .build import ClrBuildError, build_bridge, build_fixtures, cache_dir, compile_library
+from .build import (
+    ClrBuildError,
+    build_bridge,
+    build_fixtures,
+    cache_dir,
+    compile_library,
+)
 from .functions import (
     ClrFunction,
     add_probe_directory,

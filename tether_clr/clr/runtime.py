@@ -8,7 +8,6 @@ kind later is an error that says so instead of a crash.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import warnings
 from dataclasses import dataclass
@@ -133,6 +132,3 @@ def load_runtime(kind: RuntimeKind = "auto") -> ClrRuntime:
         logger.info("hosting %s", _loaded.description)
         return _loaded
 
-
-def have_compiler() -> bool:
-    return shutil.which("mcs") is not None or shutil.which("dotnet") is not None

@@ -1,21 +1,24 @@
 """Awaiting .NET work from anyio without blocking a thread per call.
 
-The bridge's ``TaskBridge.OnCompleted`` runs one callback when a Task finishes;
-the callback only schedules ``Event.set`` on the event loop through anyio's
-event-loop token (thread-safe, non-blocking, asyncio and trio alike). The
-caller's cancellation token, and anyio cancellation of the awaiting task, both
-become ``CancellationTokenSource.Cancel()``; the .NET task is then drained, so
-no body is left running behind the pipeline's back.
+The bridge's ``TaskBridge.SignalOnCompletion`` writes one byte to a pipe when a
+Task finishes; the event loop waits for the read end with
+``anyio.wait_readable`` (asyncio and trio alike). No .NET thread calls back into
+Python: a callback would need the GIL on a .NET thread, and a Mono garbage
+collection that waits for that thread while the GIL holder waits for the
+collection deadlocks the process. The caller's cancellation token, and anyio
+cancellation of the awaiting task, both become
+``CancellationTokenSource.Cancel()``; the .NET task is then drained, so no body
+is left running behind the pipeline's back.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 
 from ..cancellation import CancellationToken, OperationCancelledError
 from ..errors import ToolArgumentError, ToolError
@@ -41,25 +44,23 @@ async def _completion(task: Any, source: Any) -> None:
         return
     from .bridge import bridge
 
-    loop = anyio.lowlevel.current_token()
-    done = anyio.Event()
-
-    def wake() -> None:  # runs on a .NET thread-pool thread
-        try:
-            loop.backend_class.run_sync_soon(done.set, (), loop.native_token)
-        except Exception:  # the loop is gone; nobody is waiting any more
-            pass
-
-    from System import Action  # type: ignore[import-not-found]
-
-    bridge().TaskBridge.OnCompleted(task, Action(wake))
+    read_end, write_end = os.pipe()
     try:
-        await done.wait()
-    except anyio.get_cancelled_exc_class():
-        source.Cancel()
-        with anyio.CancelScope(shield=True):
-            await done.wait()
-        raise
+        os.set_blocking(read_end, False)
+        try:
+            bridge().TaskBridge.SignalOnCompletion(task, write_end)  # .NET owns and closes write_end now
+        except BaseException:
+            os.close(write_end)
+            raise
+        try:
+            await anyio.wait_readable(read_end)
+        except anyio.get_cancelled_exc_class():
+            source.Cancel()
+            with anyio.CancelScope(shield=True):
+                await anyio.wait_readable(read_end)
+            raise
+    finally:
+        os.close(read_end)
 
 
 async def await_dotnet_json(
