@@ -26,6 +26,23 @@ async def per_call_us(fn: Callable[[], Awaitable[object]], calls_per_round: int,
     return best * 1e6
 
 
+async def speedup_rows(registry: Any, calls: list[Any], parallelisms: tuple[int, ...], body_ms: float, rounds: int) -> list[list[str]]:
+    """Best wall time of one batch at each ``max_parallelism``, against the first as baseline."""
+    view = registry.seal()
+    rows: list[list[str]] = []
+    baseline = None
+    for parallelism in parallelisms:
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            await registry.execute_batch(calls, view, max_parallelism=parallelism)
+            best = min(best, time.perf_counter() - start)
+        baseline = baseline or best
+        ideal = len(calls) * body_ms / min(parallelism, len(calls))
+        rows.append([str(parallelism), f"{best * 1000:.0f}", f"{baseline / best:.1f}x", f"{ideal:.0f}"])
+    return rows
+
+
 def table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

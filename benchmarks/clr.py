@@ -13,13 +13,12 @@ several ``max_parallelism`` values.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import machine_line, per_call_us, publish, run_cli, table  # noqa: E402
+from _report import machine_line, per_call_us, publish, run_cli, speedup_rows, table  # noqa: E402
 
 from tether_clr import CancellationToken, ToolCall, ToolRegistry  # noqa: E402
 from tether_clr.clr import (  # noqa: E402
@@ -65,18 +64,8 @@ async def overhead_rows(functions: dict, rounds: int) -> list[list[str]]:
 async def overlap_rows(functions: dict, rounds: int) -> list[list[str]]:
     registry = ToolRegistry()
     registry.register(functions["Delay"])
-    view = registry.seal()
     calls = [ToolCall(f"c{i}", "Delay", f'{{"milliseconds": 100, "label": "{i}"}}') for i in range(8)]
-    rows, baseline = [], None
-    for parallelism in (1, 2, 4, 8):
-        best = float("inf")
-        for _ in range(rounds):
-            start = time.perf_counter()
-            await registry.execute_batch(calls, view, max_parallelism=parallelism)
-            best = min(best, time.perf_counter() - start)
-        baseline = baseline or best
-        rows.append([str(parallelism), f"{best * 1000:.0f}", f"{baseline / best:.1f}x", f"{800 / parallelism:.0f}"])
-    return rows
+    return await speedup_rows(registry, calls, (1, 2, 4, 8), 100, rounds)
 
 
 async def main(write: bool, rounds: int, backend: str) -> None:

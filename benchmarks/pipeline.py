@@ -11,7 +11,6 @@ of a tool that sleeps 20 ms, at several ``max_parallelism`` values.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import machine_line, per_call_us, publish, run_cli, table  # noqa: E402
+from _report import machine_line, per_call_us, publish, run_cli, speedup_rows, table  # noqa: E402
 
 from tether_clr import (  # noqa: E402
     PythonFunction,
@@ -74,30 +73,19 @@ async def overhead_rows(rounds: int) -> list[list[str]]:
     return rows
 
 
-async def speedup_rows(rounds: int) -> list[list[str]]:
+async def parallel_rows(rounds: int) -> list[list[str]]:
     async def sleeper() -> None:
         await anyio.sleep(0.02)
 
     registry = ToolRegistry()
     registry.register(PythonFunction.from_callable(sleeper), options=ToolRegistrationOptions(is_concurrency_safe=True))
-    view = registry.seal()
     calls = [ToolCall(f"c{i}", "sleeper", "{}") for i in range(32)]
-    rows = []
-    baseline = None
-    for parallelism in (1, 4, 8, 32):
-        best = float("inf")
-        for _ in range(rounds):
-            start = time.perf_counter()
-            await registry.execute_batch(calls, view, max_parallelism=parallelism)
-            best = min(best, time.perf_counter() - start)
-        baseline = baseline or best
-        rows.append([str(parallelism), f"{best * 1000:.0f}", f"{baseline / best:.1f}x", f"{32 * 20 / parallelism:.0f}"])
-    return rows
+    return await speedup_rows(registry, calls, (1, 4, 8, 32), 20, rounds)
 
 
 async def main(write: bool, rounds: int, backend: str) -> None:
     overhead = table(["path", "listeners", "calls per batch", "µs per call", "vs bare await"], await overhead_rows(rounds))
-    speedup = table(["max_parallelism", "wall ms (32 × 20 ms)", "speed-up", "ideal ms"], await speedup_rows(max(1, rounds // 2)))
+    speedup = table(["max_parallelism", "wall ms (32 × 20 ms)", "speed-up", "ideal ms"], await parallel_rows(max(1, rounds // 2)))
     report = (
         f"Measured with `.venv/bin/python benchmarks/pipeline.py --write-readme` ({backend}; {machine_line()}; best of {rounds} rounds).\n\n"
         f"{overhead}\n\n{speedup}\n"
