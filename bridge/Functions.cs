@@ -85,6 +85,7 @@ namespace Tether.Bridge
         readonly ConstructorInfo _argumentsCtor;
         readonly MethodInfo _invoke;
         readonly Func<string, object> _toJsonElement;
+        readonly Func<object, string> _serialize;
 
         public AIFunctionHandle(object function, bool isConcurrencySafe)
         {
@@ -106,6 +107,7 @@ namespace Tether.Bridge
             JsonSchema = schema == null ? "{\"type\":\"object\",\"properties\":{}}" : Json.Write(schema);
             var elementType = _base.GetProperty("JsonSchema").PropertyType;
             _toJsonElement = Records.JsonElementFactory(elementType);
+            _serialize = Serializer(_base.Assembly);
             IsConcurrencySafe = isConcurrencySafe || Discovery.HasAttributeNamed(function.GetType(), "ConcurrencySafeAttribute");
         }
 
@@ -136,14 +138,15 @@ namespace Tether.Bridge
                 var pending = _invoke.Invoke(_function, new[] { arguments, (object)token });
                 // ValueTask<object?> -> Task<object?>; the type comes from whichever assembly MEAI was built against.
                 var asTask = (Task)pending.GetType().GetMethod("AsTask", Type.EmptyTypes).Invoke(pending, null);
-                return Completion.ToJson(asTask, typeof(Task<object>), Serializer());
+                return Completion.ToJson(asTask, typeof(Task<object>), _serialize);
             }, token);
         }
 
         // AIJsonUtilities.DefaultOptions + JsonSerializer.Serialize, when the package provides them.
-        Func<object, string> Serializer()
+        // Resolved once per function: reflection on every call would sit on the hot path.
+        static Func<object, string> Serializer(Assembly abstractions)
         {
-            var utilities = _base.Assembly.GetType("Microsoft.Extensions.AI.AIJsonUtilities");
+            var utilities = abstractions.GetType("Microsoft.Extensions.AI.AIJsonUtilities");
             var options = utilities == null ? null : utilities.GetProperty("DefaultOptions");
             var optionsValue = options == null ? null : options.GetValue(null, null);
             if (optionsValue == null) return null;

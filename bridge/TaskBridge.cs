@@ -64,11 +64,6 @@ namespace Tether.Bridge
             return inner.GetType().FullName == "System.Text.Json.JsonException";
         }
 
-        // Result of a finished Task<string> (the bridge's own invocations).
-        public static string ResultOf(Task<string> task)
-        {
-            return task.Result;
-        }
     }
 
     static class Posix

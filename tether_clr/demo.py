@@ -91,8 +91,7 @@ def build_registry(scope: AgentPipelineScope) -> ToolRegistry:
 def _clr_part(registry: ToolRegistry, scope: AgentPipelineScope, calls: list[ToolCall]) -> str:
     """Host the C# fixture tools next to the Python ones, if a .NET runtime is here."""
     try:
-        from .clr import discover_functions, load_assembly, load_runtime
-        from .clr.build import build_fixtures
+        from .clr import build_fixtures, discover_functions, load_assembly, load_runtime
     except ImportError as exc:  # pragma: no cover - the bridge ships with the package
         return f"C# tools skipped: {exc}"
     try:

@@ -44,10 +44,9 @@ class AgentPipelineScope:
                 raise ValueError(
                     f"a child scope cannot change its owner ({parent.owner!r} -> {owner!r})"
                 )
-            inherited: AgentPipelineScope = parent
-            owner = inherited.owner if owner is None else owner
-            session = inherited.session if session is None else session
-            session_id = inherited.session_id if session_id is None else session_id
+            owner = parent.owner if owner is None else owner
+            session = parent.session if session is None else session
+            session_id = parent.session_id if session_id is None else session_id
         self.parent = parent
         self.session_id = session_id
         self.session = session

@@ -39,6 +39,5 @@ def bridge() -> Any:
                 AIFunctionHandle=Bridge.AIFunctionHandle,
                 Records=Bridge.Records,
                 AssemblyProbe=Bridge.AssemblyProbe,
-                Json=Bridge.Json,
             )
         return _bridge
