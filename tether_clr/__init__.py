@@ -6,7 +6,15 @@ records them. See README.md for the tour.
 """
 
 from .batch import ToolCallSink
+from .canonical import schema_hash
 from .cancellation import CancellationSource, CancellationToken, OperationCancelledError
+from .compatibility import (
+    CompatibilityMode,
+    CompatibilityReport,
+    IncompatibleSchemaError,
+    check_compatibility,
+    require_compatible,
+)
 from .decisions import (
     ApprovalResult,
     ToolExecutionMode,
@@ -44,6 +52,7 @@ from .schema import ToolSchemaSnapshot, canonical_json
 from .scope import AgentPipelineScope
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
 from .tools import PythonFunction, Tool
+from .versions import SemVer, parse_version
 
 __version__ = "0.1.0"
 
@@ -54,8 +63,11 @@ __all__ = [
     "BatchAbortedError",
     "CancellationSource",
     "CancellationToken",
+    "CompatibilityMode",
+    "CompatibilityReport",
     "DuplicateToolError",
     "FunctionResultContent",
+    "IncompatibleSchemaError",
     "InMemoryToolLog",
     "InvariantViolation",
     "LoggedCall",
@@ -63,6 +75,7 @@ __all__ = [
     "PythonFunction",
     "Registration",
     "ResultPolicyError",
+    "SemVer",
     "SealedToolCatalogView",
     "SinkError",
     "SqliteToolLog",
@@ -85,4 +98,8 @@ __all__ = [
     "ToolSchemaSnapshot",
     "ToolsChangedEvent",
     "canonical_json",
+    "check_compatibility",
+    "parse_version",
+    "require_compatible",
+    "schema_hash",
 ]
