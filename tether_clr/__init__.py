@@ -7,6 +7,18 @@ records them. See README.md for the tour.
 
 from .batch import ToolCallSink
 from .canonical import schema_hash
+from .catalog.audit import ToolAuditRecord
+from .catalog.lifecycle import StatusTransition, ToolStatus, status_transition
+from .catalog.metadata import CapabilityQuery, SideEffect, ToolMetadata
+from .catalog.records import (
+    CATALOG_FAILURE_REASONS,
+    OMISSION_REASONS,
+    REAUTHORIZATION_REASONS,
+    DiscoveryResult,
+    Omission,
+    ToolBinding,
+    ToolPin,
+)
 from .cancellation import CancellationSource, CancellationToken, OperationCancelledError
 from .compatibility import (
     CompatibilityMode,
@@ -15,6 +27,7 @@ from .compatibility import (
     check_compatibility,
     require_compatible,
 )
+from .context import IDENTITY_PARAMETERS, RequestContext, refuse_identity_parameters
 from .decisions import (
     ApprovalResult,
     ToolExecutionMode,
@@ -57,31 +70,43 @@ from .versions import SemVer, parse_version
 __version__ = "0.1.0"
 
 __all__ = [
+    "CATALOG_FAILURE_REASONS",
+    "IDENTITY_PARAMETERS",
+    "OMISSION_REASONS",
+    "REAUTHORIZATION_REASONS",
     "AgentPipelineScope",
     "ApprovalProvider",
     "ApprovalResult",
     "BatchAbortedError",
     "CancellationSource",
     "CancellationToken",
+    "CapabilityQuery",
     "CompatibilityMode",
     "CompatibilityReport",
+    "DiscoveryResult",
     "DuplicateToolError",
     "FunctionResultContent",
     "IncompatibleSchemaError",
     "InMemoryToolLog",
     "InvariantViolation",
     "LoggedCall",
+    "Omission",
     "OperationCancelledError",
     "PythonFunction",
     "Registration",
+    "RequestContext",
     "ResultPolicyError",
     "SemVer",
     "SealedToolCatalogView",
+    "SideEffect",
     "SinkError",
     "SqliteToolLog",
+    "StatusTransition",
     "TetherError",
     "Tool",
     "ToolArgumentError",
+    "ToolAuditRecord",
+    "ToolBinding",
     "ToolError",
     "ToolCall",
     "ToolCallSink",
@@ -91,15 +116,20 @@ __all__ = [
     "ToolExecutionOutcome",
     "ToolFailure",
     "ToolFailureCodes",
+    "ToolMetadata",
+    "ToolPin",
     "ToolPostDecision",
     "ToolPreDecision",
     "ToolRegistrationOptions",
     "ToolRegistry",
     "ToolSchemaSnapshot",
+    "ToolStatus",
     "ToolsChangedEvent",
     "canonical_json",
     "check_compatibility",
     "parse_version",
     "require_compatible",
+    "refuse_identity_parameters",
     "schema_hash",
+    "status_transition",
 ]
