@@ -7,6 +7,14 @@ records them. See README.md for the tour.
 
 from .batch import ToolCallSink
 from .canonical import schema_hash
+from .catalog.assembly import (
+    CatalogSelection,
+    DenyRule,
+    ToolCandidate,
+    assemble_catalog,
+    assembly_digest,
+    reauthorize,
+)
 from .catalog.audit import ToolAuditRecord
 from .catalog.lifecycle import StatusTransition, ToolStatus, status_transition
 from .catalog.metadata import CapabilityQuery, SideEffect, ToolMetadata
@@ -80,10 +88,12 @@ __all__ = [
     "BatchAbortedError",
     "CancellationSource",
     "CancellationToken",
+    "CatalogSelection",
     "CapabilityQuery",
     "CompatibilityMode",
     "CompatibilityReport",
     "DiscoveryResult",
+    "DenyRule",
     "DuplicateToolError",
     "FunctionResultContent",
     "IncompatibleSchemaError",
@@ -110,6 +120,7 @@ __all__ = [
     "ToolError",
     "ToolCall",
     "ToolCallSink",
+    "ToolCandidate",
     "ToolDispatch",
     "ToolExecution",
     "ToolExecutionMode",
@@ -125,9 +136,12 @@ __all__ = [
     "ToolSchemaSnapshot",
     "ToolStatus",
     "ToolsChangedEvent",
+    "assemble_catalog",
+    "assembly_digest",
     "canonical_json",
     "check_compatibility",
     "parse_version",
+    "reauthorize",
     "require_compatible",
     "refuse_identity_parameters",
     "schema_hash",

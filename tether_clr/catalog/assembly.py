@@ -1,0 +1,531 @@
+"""Catalog assembly: which tool versions one request may see and call, and why the others may not.
+
+One pure function, :func:`assemble_catalog`, composed of separate steps in
+the order the rule fixes, so each omission names the *first* step that
+excluded a version:
+
+1. per version, :data:`VERSION_FILTERS`: status, tenant, scopes, context
+   (environments, regions), flag (``enabled_when``), deny rule, query;
+2. :func:`shadow` per model name: a plugin tool never shadows a built-in one
+   (in any layer; a warning is logged), and between tools of the same origin
+   the inner scope (higher ``layer``) shadows the outer;
+3. :func:`choose_versions` per model name: the most specific matching pin if
+   its version is ACTIVE or DEPRECATED, else the highest ACTIVE version by
+   semantic-version order; the others are ``superseded``; a name with no
+   callable version is ``not_active``.
+
+The result is in a stable order (built-in tools by ordinal name, then plugin
+tools by ordinal name) so that prompts cache, and :func:`assembly_digest`
+proves later exactly what a request saw. :func:`reauthorize` is the check
+repeated right before a body runs, against the live registry.
+
+Floor 3 (the catalog): it decides what is visible and callable; it runs nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..canonical import canonical_bytes, ordinal_key, schema_hash, sha256_of
+from ..context import RequestContext
+from ..schema import ToolSchemaSnapshot
+from ..versions import SemVer
+from .lifecycle import ToolStatus
+from .metadata import CapabilityQuery, ToolMetadata, ToolOrigin
+from .records import (
+    DiscoveryResult,
+    Omission,
+    OmissionReason,
+    ReauthorizationReason,
+    ToolBinding,
+    ToolPin,
+)
+
+__all__ = [
+    "AssemblyRequest",
+    "CatalogSelection",
+    "DenyRule",
+    "Exclusion",
+    "ToolCandidate",
+    "VERSION_FILTERS",
+    "VersionFilter",
+    "apply_filters",
+    "assemble_catalog",
+    "assembly_digest",
+    "choose_versions",
+    "context_filter",
+    "deny_rule_filter",
+    "flag_filter",
+    "query_filter",
+    "reauthorize",
+    "resolve_aliases",
+    "scope_filter",
+    "shadow",
+    "status_filter",
+    "tenant_filter",
+]
+
+logger = logging.getLogger("tether_clr")
+
+DenyRule = Callable[[ToolBinding, ToolMetadata, RequestContext], "str | None"]
+"""``rule(binding, metadata, context) -> str | None``: a string denies (it is the detail)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolCandidate:
+    """One registered tool version as assembly needs it.
+
+    Built by the registry from its record of a registration: the
+    ``definition`` (what the model is shown; its ``name`` is the model-facing
+    name), the governance ``metadata``, the current ``status`` and the
+    ``layer`` it was registered in (0 global, deeper scopes higher: a scope's
+    ``depth + 1``). The logical name, version, schema hash, binding and the
+    canonical bytes of the definition and binding are derived once, here.
+    """
+
+    definition: ToolSchemaSnapshot
+    metadata: ToolMetadata = field(default_factory=ToolMetadata)
+    status: ToolStatus = ToolStatus.ACTIVE
+    layer: int = 0
+    model_name: str = field(init=False)
+    logical_name: str = field(init=False)
+    semver: SemVer = field(init=False)
+    schema_hash: str = field(init=False)
+    origin: ToolOrigin = field(init=False)
+    binding: ToolBinding = field(init=False)
+    definition_json: bytes = field(init=False, repr=False)
+    binding_json: bytes = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.definition, ToolSchemaSnapshot):
+            raise TypeError(f"definition must be a ToolSchemaSnapshot, got {type(self.definition).__name__}")
+        if not isinstance(self.metadata, ToolMetadata):
+            raise TypeError(f"metadata must be a ToolMetadata, got {type(self.metadata).__name__}")
+        if not isinstance(self.status, ToolStatus):
+            raise TypeError(f"status must be a ToolStatus, got {type(self.status).__name__}")
+        if type(self.layer) is not int or self.layer < 0:
+            raise ValueError(f"layer must be a non-negative int, got {self.layer!r}")
+        set_ = object.__setattr__
+        model_name = self.definition.name
+        set_(self, "model_name", model_name)
+        set_(self, "logical_name", self.metadata.logical_name_for(model_name))
+        set_(self, "semver", self.metadata.semver)
+        set_(self, "schema_hash", schema_hash(self.definition.parameters))
+        set_(self, "origin", self.metadata.origin)
+        set_(self, "definition_json", canonical_bytes(self.definition.model_dump(mode="json")))
+        binding = ToolBinding(model_name, self.logical_name, self.metadata.version, self.schema_hash, self.origin)
+        set_(self, "binding", binding)
+        set_(self, "binding_json", canonical_bytes(binding.as_json()))
+
+    @property
+    def version(self) -> str:
+        return self.metadata.version
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyRequest:
+    """Everything the steps read besides the candidates.
+
+    ``scopes`` are the principal's effective scopes (from the host's authority,
+    or the context's own); ``pins`` and ``deny_rules`` are the registry's.
+    """
+
+    context: RequestContext
+    scopes: frozenset[str]
+    pins: tuple[ToolPin, ...] = ()
+    deny_rules: tuple[DenyRule, ...] = ()
+    query: CapabilityQuery | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.context, RequestContext):
+            raise TypeError(f"context must be a RequestContext, got {type(self.context).__name__}")
+        object.__setattr__(self, "scopes", frozenset(self.scopes))
+        object.__setattr__(self, "pins", tuple(self.pins))
+        object.__setattr__(self, "deny_rules", tuple(self.deny_rules))
+        if self.query is not None and not isinstance(self.query, CapabilityQuery):
+            raise TypeError(f"query must be a CapabilityQuery or None, got {type(self.query).__name__}")
+
+
+Exclusion = tuple[OmissionReason, str]
+"""``(reason, detail)``: why a step left a version out."""
+
+VersionFilter = Callable[[ToolCandidate, AssemblyRequest], "Exclusion | None"]
+"""A per-version step: ``None`` keeps the version, an :data:`Exclusion` omits it."""
+
+
+# ------------------------------------------------------------------ per-version steps
+def status_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    """Only ACTIVE and DEPRECATED versions are assembled."""
+    if candidate.status.is_callable:
+        return None
+    return ("not_active", f"status is {candidate.status.name}")
+
+
+def tenant_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    tenants = candidate.metadata.tenants
+    if tenants is None or request.context.tenant_id in tenants:
+        return None
+    return ("tenant_denied", f"tenant {request.context.tenant_id!r} is not allowed")
+
+
+def scope_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    required = candidate.metadata.required_scopes
+    if required <= request.scopes:
+        return None
+    return ("missing_scope", f"requires scope(s) {sorted(required - request.scopes)}")
+
+
+def context_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    """Environment and region allow-lists; a context without the field does not match one."""
+    metadata, context = candidate.metadata, request.context
+    if metadata.environments is not None and context.environment not in metadata.environments:
+        return ("context_mismatch", f"environment {context.environment!r} is not in {sorted(metadata.environments)}")
+    if metadata.regions is not None and context.region not in metadata.regions:
+        return ("context_mismatch", f"region {context.region!r} is not in {sorted(metadata.regions)}")
+    return None
+
+
+def flag_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    """``enabled_when(context)`` must return exactly ``True``; raising or anything else disables."""
+    flag = candidate.metadata.enabled_when
+    if flag is None:
+        return None
+    try:
+        answer = flag(request.context)
+    except Exception as exc:
+        return ("flag_disabled", f"enabled_when raised {type(exc).__name__}")
+    if answer is True:
+        return None
+    return ("flag_disabled", f"enabled_when returned {_describe_answer(answer)}")
+
+
+def deny_rule_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    for rule in request.deny_rules:
+        detail = _deny_detail(rule, candidate.binding, candidate.metadata, request.context)
+        if detail is not None:
+            return ("deny_rule", detail)
+    return None
+
+
+def query_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    query = request.query
+    if query is None or query.matches(candidate.metadata):
+        return None
+    return ("query_mismatch", f"does not match {query.describe()}")
+
+
+VERSION_FILTERS: tuple[VersionFilter, ...] = (
+    status_filter,
+    tenant_filter,
+    scope_filter,
+    context_filter,
+    flag_filter,
+    deny_rule_filter,
+    query_filter,
+)
+"""The per-version steps, in the order the rule fixes."""
+
+
+def _describe_answer(answer: Any) -> str:
+    if inspect.iscoroutine(answer):
+        answer.close()  # never awaited by design: predicates here are synchronous
+        return "a coroutine (it must be synchronous)"
+    return f"{type(answer).__name__} {answer!r}"[:200]
+
+
+def _deny_detail(rule: DenyRule, binding: ToolBinding, metadata: ToolMetadata, context: RequestContext) -> str | None:
+    """What one deny rule says: ``None`` allows; anything else (a raise included) denies."""
+    try:
+        answer = rule(binding, metadata, context)
+    except Exception as exc:
+        return f"deny rule raised {type(exc).__name__}"
+    if answer is None:
+        return None
+    if isinstance(answer, str):
+        return answer
+    return f"deny rule returned {_describe_answer(answer)}"
+
+
+_Excluded = tuple[ToolCandidate, OmissionReason, str]
+
+
+def apply_filters(
+    candidates: Iterable[ToolCandidate],
+    request: AssemblyRequest,
+    filters: Sequence[VersionFilter] = VERSION_FILTERS,
+) -> tuple[list[ToolCandidate], list[_Excluded]]:
+    """Run each candidate through ``filters`` in order; the first exclusion is the one recorded."""
+    kept: list[ToolCandidate] = []
+    excluded: list[_Excluded] = []
+    for candidate in candidates:
+        for step in filters:
+            found = step(candidate, request)
+            if found is not None:
+                excluded.append((candidate, found[0], found[1]))
+                break
+        else:
+            kept.append(candidate)
+    return kept, excluded
+
+
+# ------------------------------------------------------------------ per-name steps
+def _by_model_name(candidates: Iterable[ToolCandidate]) -> dict[str, list[ToolCandidate]]:
+    groups: dict[str, list[ToolCandidate]] = {}
+    for candidate in candidates:
+        groups.setdefault(candidate.model_name, []).append(candidate)
+    return groups
+
+
+def shadow(candidates: Iterable[ToolCandidate]) -> tuple[list[ToolCandidate], list[_Excluded]]:
+    """Leave one origin and one layer per model name.
+
+    A built-in tool always beats a plugin tool of the same name, whatever
+    their layers (a plugin cannot hijack a built-in name by registering
+    deeper); the conflict is logged as a warning. Then the innermost layer
+    wins, as scoped registrations shadow outer ones.
+    """
+    kept: list[ToolCandidate] = []
+    excluded: list[_Excluded] = []
+    for name, group in _by_model_name(candidates).items():
+        if len(group) == 1:
+            kept.append(group[0])
+            continue
+        if len({c.origin for c in group}) > 1:
+            logger.warning("plugin tool %r is shadowed by a built-in tool of the same name; the built-in wins", name)
+            excluded.extend((c, "shadowed", "a built-in tool has this name") for c in group if c.origin == "plugin")
+            group = [c for c in group if c.origin == "builtin"]
+        innermost = max(c.layer for c in group)
+        for candidate in group:
+            if candidate.layer == innermost:
+                kept.append(candidate)
+            else:
+                excluded.append((candidate, "shadowed", f"shadowed by a tool of this name in an inner scope (layer {innermost})"))
+    return kept, excluded
+
+
+def _best_pin(group: Sequence[ToolCandidate], request: AssemblyRequest) -> ToolPin | None:
+    names = {c.logical_name for c in group}
+    best: ToolPin | None = None
+    for pin in request.pins:  # later pins win ties: the registry lists them in the order they were set
+        if pin.logical_name in names and pin.matches(request.context):
+            if best is None or pin.specificity >= best.specificity:
+                best = pin
+    return best
+
+
+def choose_versions(
+    candidates: Iterable[ToolCandidate], request: AssemblyRequest
+) -> tuple[list[ToolCandidate], list[_Excluded]]:
+    """One version per model name: the best matching pin if callable, else the highest ACTIVE."""
+    kept: list[ToolCandidate] = []
+    excluded: list[_Excluded] = []
+    for group in _by_model_name(candidates).values():
+        chosen: ToolCandidate | None = None
+        pin = _best_pin(group, request) if request.pins else None
+        if pin is not None:
+            chosen = next(
+                (
+                    c
+                    for c in group
+                    if c.logical_name == pin.logical_name and c.version == pin.version and c.status.is_callable
+                ),
+                None,
+            )
+        if chosen is None:
+            active = [c for c in group if c.status is ToolStatus.ACTIVE]
+            chosen = max(active, key=lambda c: c.semver) if active else None
+        if chosen is None:
+            excluded.extend((c, "not_active", "no ACTIVE version and no pin to a callable one") for c in group)
+            continue
+        kept.append(chosen)
+        how = "pinned" if pin is not None and chosen.version == pin.version else "highest ACTIVE"
+        excluded.extend(
+            (c, "superseded", f"version {chosen.version} is used ({how})") for c in group if c is not chosen
+        )
+    return kept, excluded
+
+
+# ------------------------------------------------------------------ the assembly
+@dataclass(frozen=True, slots=True)
+class CatalogSelection:
+    """The outcome of :func:`assemble_catalog`: what the model may see and call, and what was left out.
+
+    ``chosen`` is in catalog order (built-in tools by ordinal name, then plugin
+    tools); ``omitted`` is sorted by logical name, then version, so equal
+    inputs give equal selections. ``aliases`` maps each usable alias to the
+    model name it resolves to.
+    """
+
+    context: RequestContext
+    chosen: tuple[ToolCandidate, ...]
+    omitted: tuple[Omission, ...]
+    aliases: Mapping[str, str]
+
+    @property
+    def definitions(self) -> tuple[ToolSchemaSnapshot, ...]:
+        return tuple(c.definition for c in self.chosen)
+
+    @property
+    def bindings(self) -> Mapping[str, ToolBinding]:
+        """Model name -> binding, in catalog order."""
+        return MappingProxyType({c.model_name: c.binding for c in self.chosen})
+
+    def discovery(self, registry_revision: int, policy_revision: int) -> DiscoveryResult:
+        return DiscoveryResult(tuple(c.binding for c in self.chosen), self.omitted, registry_revision, policy_revision)
+
+    def digest(self, registry_revision: int, policy_revision: int) -> str:
+        return assembly_digest(self.chosen, self.omitted, self.context, registry_revision, policy_revision)
+
+
+def _catalog_order(candidate: ToolCandidate) -> tuple[bool, bytes]:
+    return (candidate.origin != "builtin", ordinal_key(candidate.model_name))
+
+
+def _omission_order(item: _Excluded) -> tuple[Any, ...]:
+    candidate, reason, detail = item
+    return (ordinal_key(candidate.logical_name), candidate.semver, candidate.layer, candidate.origin, reason, detail)
+
+
+def resolve_aliases(chosen: Sequence[ToolCandidate]) -> Mapping[str, str]:
+    """Alias -> model name for the chosen tools.
+
+    An alias never shadows a primary name (a chosen tool's model name), and an
+    alias two chosen tools both claim resolves to neither (a warning is
+    logged): a call under it is UNKNOWN_TOOL rather than a guess.
+    """
+    primary = {c.model_name for c in chosen}
+    claims: dict[str, set[str]] = {}
+    for candidate in chosen:
+        for alias in candidate.metadata.aliases:
+            if alias not in primary:
+                claims.setdefault(alias, set()).add(candidate.model_name)
+    resolved: dict[str, str] = {}
+    for alias, owners in claims.items():
+        if len(owners) == 1:
+            resolved[alias] = next(iter(owners))
+        else:
+            logger.warning("alias %r is claimed by %s; it resolves to none of them", alias, sorted(owners))
+    return MappingProxyType(resolved)
+
+
+def assemble_catalog(
+    candidates: Iterable[ToolCandidate],
+    context: RequestContext,
+    *,
+    scopes: Iterable[str] | None = None,
+    pins: Iterable[ToolPin] = (),
+    deny_rules: Iterable[DenyRule] = (),
+    query: CapabilityQuery | None = None,
+    filters: Sequence[VersionFilter] = VERSION_FILTERS,
+) -> CatalogSelection:
+    """Compute what ``context`` may see and call from ``candidates``.
+
+    ``scopes`` are the effective scopes (``None``: the context's own). Every
+    candidate ends up either chosen or in ``omitted`` exactly once, with the
+    reason of the first step that excluded it. Pure apart from logging
+    warnings; linear in the number of candidates but for the final sorts.
+    """
+    request = AssemblyRequest(
+        context,
+        context.scopes if scopes is None else frozenset(scopes),
+        tuple(pins),
+        tuple(deny_rules),
+        query,
+    )
+    visible, excluded = apply_filters(candidates, request, filters)
+    unshadowed, shadowed = shadow(visible)
+    chosen, superseded = choose_versions(unshadowed, request)
+    chosen.sort(key=_catalog_order)
+    omitted = sorted(excluded + shadowed + superseded, key=_omission_order)
+    return CatalogSelection(
+        context,
+        tuple(chosen),
+        tuple(Omission(c.logical_name, c.version, reason, detail) for c, reason, detail in omitted),
+        resolve_aliases(chosen),
+    )
+
+
+def assembly_digest(
+    chosen: Sequence[ToolCandidate],
+    omitted: Sequence[Omission],
+    context: RequestContext,
+    registry_revision: int,
+    policy_revision: int,
+) -> str:
+    """``"sha256:"`` and hex over the RFC 8785 form of what a request saw and was bound to.
+
+    The document hashed is::
+
+        {"bindings": [binding, ...], "context": context.identity(),
+         "definitions": [definition, ...], "omitted": [omission, ...],
+         "policy_revision": n, "registry_revision": n}
+
+    in catalog order; the request id is not part of it, so two requests with
+    the same identity that saw the same tools have the same digest. The bytes
+    are put together from each definition's and binding's canonical form,
+    computed once per candidate; the result is exactly the canonical form of the
+    whole document.
+    """
+    parts = [
+        b'{"bindings":[',
+        b",".join(c.binding_json for c in chosen),
+        b'],"context":',
+        canonical_bytes(context.identity()),
+        b',"definitions":[',
+        b",".join(c.definition_json for c in chosen),
+        b'],"omitted":',
+        canonical_bytes([o.as_json() for o in omitted]),
+        b',"policy_revision":',
+        canonical_bytes(policy_revision),
+        b',"registry_revision":',
+        canonical_bytes(registry_revision),
+        b"}",
+    ]
+    return sha256_of(b"".join(parts))
+
+
+# ------------------------------------------------------------------ at execution
+def reauthorize(
+    binding: ToolBinding,
+    live: ToolCandidate | None,
+    context: RequestContext,
+    scopes: frozenset[str],
+    deny_rules: Sequence[DenyRule] = (),
+) -> ReauthorizationReason | None:
+    """The check right before a body runs: ``None`` lets it run, a reason refuses it (DENIED).
+
+    ``live`` is the registry's current record of the bound version (``None``
+    when it is gone); ``scopes`` are the principal's scopes now. In order:
+    the bound (version, schema hash) still exists (else ``stale_binding``),
+    the version is ACTIVE or DEPRECATED (``tool_retired`` for RETIRED,
+    ``tool_disabled`` otherwise), the tenant is allowed (``tenant_denied``),
+    the scopes are held (``scope_revoked``), no deny rule objects
+    (``deny_rule``; a rule that raises objects). A snapshot proves only that a
+    call was allowed when it was assembled, so this runs for every call; it is
+    a handful of attribute reads and a subset test.
+    """
+    if (
+        live is None
+        or live.schema_hash != binding.schema_hash
+        or live.metadata.version != binding.version
+        or live.logical_name != binding.logical_name
+    ):
+        return "stale_binding"
+    status = live.status
+    if status is not ToolStatus.ACTIVE and status is not ToolStatus.DEPRECATED:
+        return "tool_retired" if status is ToolStatus.RETIRED else "tool_disabled"
+    metadata = live.metadata
+    tenants = metadata.tenants
+    if tenants is not None and context.tenant_id not in tenants:
+        return "tenant_denied"
+    if not metadata.required_scopes <= scopes:
+        return "scope_revoked"
+    for rule in deny_rules:
+        if _deny_detail(rule, binding, metadata, context) is not None:
+            return "deny_rule"
+    return None
