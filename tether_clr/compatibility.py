@@ -229,28 +229,28 @@ class _Comparison:
             else:
                 self.breaks(path, f"enum value(s) added: {_show(added)} (breaking under strict)")
 
+    def in_both(self, old: Mapping[str, Any], new: Mapping[str, Any], keyword: str, path: str) -> tuple[Any, Any] | None:
+        """A constraint that appeared breaks, one that went away is a note; both values when it is in both."""
+        if keyword not in new:
+            if keyword in old:
+                self.note(path, f"{keyword} removed")
+            return None
+        if keyword not in old:
+            self.breaks(path, f"new constraint {keyword}={new[keyword]!r}")
+            return None
+        return old[keyword], new[keyword]
+
     def const(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
-        if "const" not in new:
-            if "const" in old:
-                self.note(path, "const constraint removed")
-            return
-        if "const" not in old:
-            self.breaks(path, "new const constraint")
-        elif _key(old["const"]) != _key(new["const"]):
-            self.breaks(path, f"const changed from {_show([old['const']])} to {_show([new['const']])}")
+        values = self.in_both(old, new, "const", path)
+        if values is not None and _key(values[0]) != _key(values[1]):
+            self.breaks(path, f"const changed from {_show([values[0]])} to {_show([values[1]])}")
 
     def bounds(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
         for keyword in _LOWER_BOUNDS + _UPPER_BOUNDS:
-            if keyword not in old and keyword not in new:
+            values = self.in_both(old, new, keyword, path)
+            if values is None:
                 continue
-            if keyword not in new:
-                self.note(path, f"{keyword} removed")
-                continue
-            new_bound = new[keyword]
-            if keyword not in old:
-                self.breaks(path, f"new constraint {keyword}={new_bound!r}")
-                continue
-            old_bound = old[keyword]
+            old_bound, new_bound = values
             if not (_is_number(old_bound) and _is_number(new_bound)):
                 # e.g. draft-4 boolean exclusiveMinimum: compared opaquely.
                 if _key(old_bound) != _key(new_bound):
@@ -263,15 +263,10 @@ class _Comparison:
                 self.note(path, f"{keyword} loosened from {old_bound!r} to {new_bound!r}")
 
     def multiple_of(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
-        if "multipleOf" not in new:
-            if "multipleOf" in old:
-                self.note(path, "multipleOf removed")
+        values = self.in_both(old, new, "multipleOf", path)
+        if values is None:
             return
-        new_step = new["multipleOf"]
-        if "multipleOf" not in old:
-            self.breaks(path, f"new constraint multipleOf={new_step!r}")
-            return
-        old_step = old["multipleOf"]
+        old_step, new_step = values
         if _key(old_step) == _key(new_step):
             return
         # Every multiple of old is a multiple of new exactly when old/new is an integer.
@@ -290,13 +285,9 @@ class _Comparison:
 
     def opaque_strings(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
         for keyword in _OPAQUE_WHEN_CHANGED:
-            if keyword not in new:
-                if keyword in old:
-                    self.note(path, f"{keyword} removed")
-            elif keyword not in old:
-                self.breaks(path, f"new constraint {keyword}={new[keyword]!r}")
-            elif _key(old[keyword]) != _key(new[keyword]):
-                self.breaks(path, f"{keyword} changed ({old[keyword]!r} -> {new[keyword]!r}); containment not decided")
+            values = self.in_both(old, new, keyword, path)
+            if values is not None and _key(values[0]) != _key(values[1]):
+                self.breaks(path, f"{keyword} changed ({values[0]!r} -> {values[1]!r}); containment not decided")
 
     def object_shape(self, old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> None:
         old_props = old.get("properties", {})
