@@ -5,7 +5,7 @@ A model only proposes calls; :meth:`ToolRegistry.execute_batch` decides, runs an
 records them. See README.md for the tour.
 """
 
-from .batch import ToolCallSink
+from .batch import Declaration, ToolCallSink, current_declaration
 from .cancellation import CancellationSource, CancellationToken, OperationCancelledError
 from .decisions import (
     ApprovalResult,
@@ -40,9 +40,10 @@ from .registry import (
     ToolRegistry,
     ToolsChangedEvent,
 )
-from .schema import ToolSchemaSnapshot, canonical_json
+from .schema import ArgumentLimits, JsonConversionError, ToolSchemaSnapshot, canonical_json, to_json_value
 from .scope import AgentPipelineScope
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
+from .text import describe_exception
 from .tools import PythonFunction, Tool
 
 __version__ = "0.1.0"
@@ -50,14 +51,17 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentPipelineScope",
     "ApprovalProvider",
+    "ArgumentLimits",
     "ApprovalResult",
     "BatchAbortedError",
     "CancellationSource",
     "CancellationToken",
+    "Declaration",
     "DuplicateToolError",
     "FunctionResultContent",
     "InMemoryToolLog",
     "InvariantViolation",
+    "JsonConversionError",
     "LoggedCall",
     "OperationCancelledError",
     "PythonFunction",
@@ -85,4 +89,7 @@ __all__ = [
     "ToolSchemaSnapshot",
     "ToolsChangedEvent",
     "canonical_json",
+    "current_declaration",
+    "describe_exception",
+    "to_json_value",
 ]
