@@ -4,6 +4,7 @@ documented infrastructure faults."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -91,27 +92,8 @@ async def test_unprintable_tool_error_and_argument_error_keep_their_codes() -> N
     assert (ae.code, ae.failure.message) == (ToolFailureCodes.INVALID_ARGS, "arguments could not be bound")
 
 
-async def test_unprintable_exception_from_a_pre_execute_listener_is_tool_error() -> None:
-    registry = ToolRegistry()
-    add(registry, lambda: 1, "t")
-
-    async def listener(execution: Any, next_: Any) -> Any:
-        raise Unprintable()
-
-    registry.register_pre_execute_listener(None, listener)
-    outcome = await _run(registry)
-    assert outcome.code is ToolFailureCodes.TOOL_ERROR and outcome.failure.message == "pre-execute listener failed: Unprintable"
-
-
-async def test_unprintable_exception_from_a_guard_is_tool_error() -> None:
-    registry = ToolRegistry()
-    add(registry, lambda: 1, "t")
-    registry.register_guard(None, lambda execution: _raise())
-    outcome = await _run(registry)
-    assert outcome.failure.message == "guard failed: Unprintable"
-
-
-async def test_unprintable_exception_from_the_approval_provider_is_unavailable() -> None:
+async def _ask_provider(answer: Callable[[], Any]) -> ToolExecutionOutcome:
+    """One call that asks for approval from a provider answering ``answer()``."""
     registry = ToolRegistry()
     add(registry, lambda: 1, "t")
 
@@ -120,58 +102,60 @@ async def test_unprintable_exception_from_the_approval_provider_is_unavailable()
 
     class Provider:
         async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-            raise Unprintable()
+            return answer()
 
     registry.register_pre_execute_listener(None, ask)
     registry.approval = Provider()
-    outcome = await _run(registry, _scope())
+    return await _run(registry, _scope())
+
+
+async def test_unprintable_exception_from_the_approval_provider_is_unavailable() -> None:
+    outcome = await _ask_provider(_raise)
     assert outcome.code is ToolFailureCodes.UNAVAILABLE and outcome.failure.message == "approval provider failed: Unprintable"
 
 
 async def test_approval_result_whose_repr_raises_is_unavailable() -> None:
-    registry = ToolRegistry()
-    add(registry, lambda: 1, "t")
-
     class Weird:
         def __repr__(self) -> str:
             raise RuntimeError("no repr")
 
-    async def ask(execution: Any, next_: Any) -> Any:
-        return ToolPreDecision.ask("check")
-
-    class Provider:
-        async def request(self, execution: Any, reason: str | None) -> Any:
-            return Weird()
-
-    registry.register_pre_execute_listener(None, ask)
-    registry.approval = Provider()
-    outcome = await _run(registry, _scope())
+    outcome = await _ask_provider(Weird)
     assert outcome.code is ToolFailureCodes.UNAVAILABLE and "<Weird>" in outcome.failure.message
 
 
-async def test_unprintable_exception_from_an_execute_listener_is_tool_error() -> None:
+async def _pre_execute(execution: Any, next_: Any) -> Any:
+    raise Unprintable()
+
+
+def _guard(execution: Any) -> Any:
+    raise Unprintable()
+
+
+async def _execute(dispatch: Any, next_: Any) -> Any:
+    await next_()
+    raise Unprintable()
+
+
+async def _post_execute(execution: Any, outcome: Any, next_: Any) -> Any:
+    raise Unprintable()
+
+
+LISTENERS = {
+    "pre-execute listener": ("register_pre_execute_listener", _pre_execute),
+    "guard": ("register_guard", _guard),
+    "execute listener": ("register_execute_listener", _execute),
+    "post-execute listener": ("register_post_execute_listener", _post_execute),
+}
+
+
+@pytest.mark.parametrize("stage", LISTENERS)
+async def test_unprintable_exception_from_a_listener_is_tool_error_naming_the_stage(stage: str) -> None:
     registry = ToolRegistry()
     add(registry, lambda: 1, "t")
-
-    async def listener(dispatch: Any, next_: Any) -> Any:
-        await next_()
-        raise Unprintable()
-
-    registry.register_execute_listener(None, listener)
+    method, listener = LISTENERS[stage]
+    getattr(registry, method)(None, listener)
     outcome = await _run(registry)
-    assert outcome.failure.message == "execute listener failed: Unprintable"
-
-
-async def test_unprintable_exception_from_a_post_execute_listener_is_tool_error() -> None:
-    registry = ToolRegistry()
-    add(registry, lambda: 1, "t")
-
-    async def listener(execution: Any, outcome: Any, next_: Any) -> Any:
-        raise Unprintable()
-
-    registry.register_post_execute_listener(None, listener)
-    outcome = await _run(registry)
-    assert outcome.failure.message == "post-execute listener failed: Unprintable"
+    assert outcome.code is ToolFailureCodes.TOOL_ERROR and outcome.failure.message == f"{stage} failed: Unprintable"
 
 
 async def test_unprintable_exception_from_a_result_policy_raises_result_policy_error() -> None:
