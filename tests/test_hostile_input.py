@@ -276,3 +276,12 @@ async def test_local_schema_references_keep_working_without_any_retrieval(monkey
     assert ok.code is None
     bad = await _one(registry, call("c2", "t", {"p": {"x": "one"}}))
     assert bad.code is INVALID and "p/x" in bad.failure.message
+
+
+async def test_function_call_content_with_values_json_cannot_hold_becomes_a_refused_call() -> None:
+    registry = _echo_registry()
+    for arguments in ({"a": float("nan")}, {"a": "\ud800"}, {"\udc00": 1}):
+        hostile = ToolCall.from_function_call({"callId": "c1", "name": "echo", "arguments": arguments})
+        outcome = await _one(registry, hostile)
+        assert outcome.code is INVALID
+        _assert_recordable(outcome)

@@ -3,6 +3,7 @@ no silent coercion, and the same value is recorded the same way in every process
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import enum
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, HttpUrl
 
 from tests.helpers import add, call
 from tether_clr import (
@@ -132,6 +133,10 @@ class Point(BaseModel):
     tags: set[str]
 
 
+class Link(BaseModel):
+    url: HttpUrl
+
+
 @dataclasses.dataclass
 class Box:
     point: Point
@@ -154,6 +159,8 @@ CONVERTED: dict[str, tuple[Any, Any]] = {
     "a path": (Path("/tmp/x"), "/tmp/x"),
     "a str subclass": (type("Name", (str,), {})("n"), "n"),
     "a big int": (10**100, 10**100),
+    "a deque": (collections.deque([1, 2]), [1, 2]),
+    "a pydantic URL in a model": (Link(url="https://example.org/a"), {"url": "https://example.org/a"}),
 }
 
 

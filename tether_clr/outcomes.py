@@ -105,7 +105,12 @@ class ToolCall:
         elif isinstance(arguments, str):
             raw = arguments
         else:
-            raw = to_json_text(arguments)
+            try:
+                raw = to_json_text(arguments)
+            except TypeError:
+                # Model data JSON cannot hold (NaN, a lone surrogate): kept as the
+                # escaped text a model would have sent, which the pipeline refuses (INVALID_ARGS).
+                raw = json.dumps(arguments, ensure_ascii=True, allow_nan=True)
         return cls(call_id, name, raw, scope, parent_call_id, invocation_context)
 
     def invalid_text_fields(self) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ import json
 import math
 import re
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -41,6 +42,7 @@ import referencing.jsonschema
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+import pydantic_core
 from pydantic_core import to_jsonable_python
 from referencing.exceptions import Unresolvable
 
@@ -117,13 +119,23 @@ _STRING_SCALARS = (
     ipaddress.IPv6Network,
     ipaddress.IPv4Interface,
     ipaddress.IPv6Interface,
+    pydantic_core.Url,
+    pydantic_core.MultiHostUrl,
 )
+
+
+def _is_string_scalar(value: Any) -> bool:
+    """One of the scalars above, or a pydantic network type (URLs, DSNs: module ``pydantic.networks``)."""
+    return isinstance(value, _STRING_SCALARS) or type(value).__module__ == "pydantic.networks"
 
 
 def _text(value: str) -> str:
     if not is_valid_text(value):
         raise JsonConversionError("string holds a lone surrogate, which is not valid Unicode")
     return value
+
+
+_SMALL = 1 << 64
 
 
 def _integer(value: int) -> int:
@@ -168,12 +180,12 @@ class _Converter:
 
     def convert(self, value: Any, depth: int) -> Any:
         kind = type(value)
+        if kind is str:
+            return value if value.isascii() else _text(value)
         if value is None or kind is bool:
             return value
-        if kind is str:
-            return _text(value)
         if kind is int:
-            return _integer(value)
+            return value if -_SMALL < value < _SMALL else _integer(value)
         if kind is float:
             return _number(value)
         if kind is dict or kind is list or kind is tuple:
@@ -186,7 +198,7 @@ class _Converter:
             return _integer(int.__int__(value))
         if isinstance(value, float):
             return _number(float.__float__(value))
-        if isinstance(value, (list, tuple, Mapping, set, frozenset)):
+        if isinstance(value, (list, tuple, deque, Mapping, set, frozenset)):
             return self._container(value, depth)
         if isinstance(value, BaseModel):
             try:
@@ -202,7 +214,7 @@ class _Converter:
                 return _text(bytes(value).decode("utf-8"))
             except UnicodeDecodeError as exc:
                 raise JsonConversionError(f"bytes are not UTF-8 text (byte {exc.start})") from None
-        if isinstance(value, _STRING_SCALARS):
+        if _is_string_scalar(value):
             text = to_jsonable_python(value)
             if not isinstance(text, str):
                 raise _unsupported(value)
@@ -228,7 +240,8 @@ class _Converter:
             raise JsonConversionError(f"{type(value).__name__} contains itself (a reference cycle)")
         self._active.add(marker)
         try:
-            if isinstance(value, Mapping):
+            kind = type(value)
+            if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
                 return self._mapping(value, depth + 1)
             if isinstance(value, (set, frozenset)):
                 return self._set(value, depth + 1)
@@ -245,10 +258,13 @@ class _Converter:
     def _mapping(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for raw_key, item in value.items():
-            try:
-                key = _key(raw_key)
-            except JsonConversionError as exc:
-                raise exc.within(f"[{safe_repr(raw_key, 80)}]") from None
+            if type(raw_key) is str and raw_key.isascii():
+                key = raw_key
+            else:
+                try:
+                    key = _key(raw_key)
+                except JsonConversionError as exc:
+                    raise exc.within(f"[{safe_repr(raw_key, 80)}]") from None
             if key in result:
                 raise JsonConversionError(f"two keys become the same JSON key {key!r}, which would lose a value")
             try:
@@ -278,13 +294,13 @@ def to_json_value(value: Any) -> Any:
     Converted, and nothing else: ``None``, ``bool``, ``str``, ``int``, finite
     ``float`` (and subclasses of these, as the base type); enums as their value;
     ``dict`` and other mappings with ``str`` or ``int`` keys (an ``int`` key
-    becomes its decimal text; two keys that become one are refused); ``list``
-    and ``tuple`` (named tuples too) as arrays; ``set`` and ``frozenset`` as arrays
+    becomes its decimal text; two keys that become one are refused); ``list``,
+    ``tuple`` (named tuples too) and ``deque`` as arrays; ``set`` and ``frozenset`` as arrays
     sorted by each element's canonical JSON; pydantic models through
     ``model_dump(mode="python")`` (their serializers and alias settings apply); dataclass instances as objects
     of their fields; ``bytes`` that are UTF-8 text as that text; dates, times,
-    datetimes, timedeltas, UUIDs, decimals, paths and IP addresses as pydantic
-    writes them (ISO 8601 and so on).
+    datetimes, timedeltas, UUIDs, decimals, paths, IP addresses and pydantic's
+    URL and DSN types as pydantic writes them (ISO 8601 and so on).
 
     Refused with :class:`JsonConversionError`: NaN and infinities, lone
     surrogates, integers longer than Python writes, non-UTF-8 bytes, iterators and
