@@ -116,8 +116,10 @@ def test_conversion_errors_say_where_and_why() -> None:
         to_json_value({"a": _generator()})
     with pytest.raises(JsonConversionError, match="reference cycle"):
         to_json_value(_cycle())
-    with pytest.raises(JsonConversionError, match="deeper than 256"):
-        to_json_value(_deep_list(300))
+    with pytest.raises(JsonConversionError, match="deeper than 128"):
+        to_json_value(_deep_list(129))
+    assert to_json_value(_deep_list(127)) == _deep_list(127)
+    ToolExecutionOutcome.success("c", "t", _deep_list(127)).to_function_result().to_json()
 
 
 class Color(enum.Enum):

@@ -65,11 +65,13 @@ __all__ = [
     "to_json_value",
 ]
 
-MAX_JSON_DEPTH = 256
+MAX_JSON_DEPTH = 128
 """How deeply any JSON value this library builds may nest (results, schemas, arguments).
 
-Python's own recursion limit (1,000 frames) is the real ceiling for parsing and
-writing JSON; 256 leaves room for the frames of the pipeline around it.
+The ceilings below are Python's recursion limit (1,000 frames, shared with the
+pipeline around a conversion) and pydantic's serializer, which refuses values
+nested 255 levels deep and writes ``FunctionResultContent``; 128 leaves room for
+records that wrap a value.
 """
 
 
