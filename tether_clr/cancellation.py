@@ -84,7 +84,11 @@ class CancellationToken:
             raise OperationCancelledError(self.reason or "operation was cancelled")
 
     def register(self, callback: Callable[[], Any]) -> _CallbackRegistration:
-        """Run ``callback`` once on cancellation (immediately if already cancelled)."""
+        """Run ``callback`` once on cancellation (immediately if already cancelled).
+
+        A callback run by ``cancel()`` that raises is logged and contained; one
+        run here, at once, raises into the registering code, as in .NET.
+        """
         if self._source is None:
             return _CallbackRegistration(None, callback)
         return self._source._register(callback)

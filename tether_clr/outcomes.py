@@ -246,14 +246,14 @@ class ToolExecutionOutcome:
 
         See :func:`tether_clr.schema.to_json_value` for what is converted.
         """
-        return cls(safe_text(call_id), safe_text(name), to_json_text(value))
+        return cls(_safe(call_id), _safe(name), to_json_text(value))
 
     @classmethod
     def failed(cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str) -> ToolExecutionOutcome:
         """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``."""
         code = ToolFailureCodes(code)
-        message = safe_text(message)
-        return cls(safe_text(call_id), safe_text(name), canonical_json({"message": message}), ToolFailure(code, message))
+        message = _safe(message)
+        return cls(_safe(call_id), _safe(name), canonical_json({"message": message}), ToolFailure(code, message))
 
     @property
     def value(self) -> Any:
