@@ -5,7 +5,7 @@ A model only proposes calls; :meth:`ToolRegistry.execute_batch` decides, runs an
 records them. See README.md for the tour.
 """
 
-from .batch import ToolCallSink
+from .batch import Declaration, ToolCallSink, current_declaration
 from .canonical import schema_hash
 from .catalog.assembly import (
     CatalogSelection,
@@ -69,45 +69,49 @@ from .registry import (
     ToolRegistry,
     ToolsChangedEvent,
 )
-from .schema import ToolSchemaSnapshot, canonical_json
+from .schema import ArgumentLimits, JsonConversionError, ToolSchemaSnapshot, canonical_json, to_json_value
 from .scope import AgentPipelineScope
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
+from .text import describe_exception
 from .tools import PythonFunction, Tool
 from .versions import SemVer, parse_version
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CATALOG_FAILURE_REASONS",
-    "IDENTITY_PARAMETERS",
-    "OMISSION_REASONS",
-    "REAUTHORIZATION_REASONS",
     "AgentPipelineScope",
     "ApprovalProvider",
     "ApprovalResult",
+    "ArgumentLimits",
     "BatchAbortedError",
+    "CATALOG_FAILURE_REASONS",
     "CancellationSource",
     "CancellationToken",
-    "CatalogSelection",
     "CapabilityQuery",
+    "CatalogSelection",
     "CompatibilityMode",
     "CompatibilityReport",
-    "DiscoveryResult",
+    "Declaration",
     "DenyRule",
+    "DiscoveryResult",
     "DuplicateToolError",
     "FunctionResultContent",
-    "IncompatibleSchemaError",
+    "IDENTITY_PARAMETERS",
     "InMemoryToolLog",
+    "IncompatibleSchemaError",
     "InvariantViolation",
+    "JsonConversionError",
     "LoggedCall",
+    "OMISSION_REASONS",
     "Omission",
     "OperationCancelledError",
     "PythonFunction",
+    "REAUTHORIZATION_REASONS",
     "Registration",
     "RequestContext",
     "ResultPolicyError",
-    "SemVer",
     "SealedToolCatalogView",
+    "SemVer",
     "SideEffect",
     "SinkError",
     "SqliteToolLog",
@@ -117,11 +121,11 @@ __all__ = [
     "ToolArgumentError",
     "ToolAuditRecord",
     "ToolBinding",
-    "ToolError",
     "ToolCall",
     "ToolCallSink",
     "ToolCandidate",
     "ToolDispatch",
+    "ToolError",
     "ToolExecution",
     "ToolExecutionMode",
     "ToolExecutionOutcome",
@@ -140,10 +144,13 @@ __all__ = [
     "assembly_digest",
     "canonical_json",
     "check_compatibility",
+    "current_declaration",
+    "describe_exception",
     "parse_version",
     "reauthorize",
-    "require_compatible",
     "refuse_identity_parameters",
+    "require_compatible",
     "schema_hash",
     "status_transition",
+    "to_json_value",
 ]

@@ -17,8 +17,11 @@ order. A group finishes completely before the next one starts.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
@@ -32,20 +35,58 @@ from .pipeline import CallPipeline, describe_exception
 if TYPE_CHECKING:
     from .registry import SealedToolCatalogView, ToolRegistry, _ToolEntry
 
-__all__ = ["BatchRun", "ToolCallSink"]
+__all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration"]
 
 
 class ToolCallSink(Protocol):
-    """Where a batch records what happened, durably, in model order."""
+    """Where a batch records what happened, durably, in model order.
+
+    While either method is awaited, :func:`current_declaration` names the call
+    it is about, so a sink can pair each outcome with its own declaration even
+    when a provider reuses call ids (``call_0``, ``call_1``...) in every step.
+    """
 
     async def call_declared(self, call: ToolCall) -> None: ...
 
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """One declared call: the batch run that declared it and its position in the model's order."""
+
+    batch_id: str
+    index: int
+
+
+_DECLARATION: ContextVar[Declaration | None] = ContextVar("tether_clr_declaration", default=None)
+
+
+def current_declaration() -> Declaration | None:
+    """The declaration a sink is being told about, or None outside ``call_declared`` / ``outcome_ready``.
+
+    ``execute_batch`` sets it around each of those two awaits (a context
+    variable, so concurrent batches sharing one sink never see each other's).
+    The call and the outcome of one declaration get the same value.
+    """
+    return _DECLARATION.get()
+
+
+_T = TypeVar("_T")
+
+
+async def _told(declaration: Declaration, method: Callable[[_T], Awaitable[None]], record: _T) -> None:
+    token = _DECLARATION.set(declaration)
+    try:
+        await method(record)
+    finally:
+        _DECLARATION.reset(token)
+
+
 @dataclass(eq=False)
 class _Slot:
     call: ToolCall
+    declaration: Declaration
     done: anyio.Event = field(default_factory=anyio.Event)
     execution: ToolExecution | None = None
     outcome: ToolExecutionOutcome | None = None
@@ -95,6 +136,7 @@ class BatchRun:
         self._fault: BatchAbortedError | None = None
         self._delivered: list[ToolExecutionOutcome] = []
         self._deliver_scope: anyio.CancelScope | None = None
+        self._batch_id = uuid.uuid4().hex
 
     @property
     def _token(self) -> CancellationToken:
@@ -103,14 +145,15 @@ class BatchRun:
     def _groups(self) -> list[list[_Slot]]:
         groups: list[list[_Slot]] = []
         parallel: list[_Slot] = []
-        for call in self._calls:
+        for index, call in enumerate(self._calls):
+            slot = _Slot(call, Declaration(self._batch_id, index))
             if self._registry.classify(call, self._view) is ToolExecutionMode.PARALLEL:
-                parallel.append(_Slot(call))
+                parallel.append(slot)
                 continue
             if parallel:
                 groups.append(parallel)
                 parallel = []
-            groups.append([_Slot(call)])
+            groups.append([slot])
         if parallel:
             groups.append(parallel)
         return groups
@@ -162,13 +205,13 @@ class BatchRun:
     async def _admit(self, slot: _Slot) -> tuple[ToolExecution, _ToolEntry] | None:
         """Declare and authorize one call, in model order; returns what to dispatch, if anything."""
         token = self._token
-        execution, entry, early = self._pipeline.begin(slot.call, token)
+        declared, execution, entry, early = self._pipeline.begin(slot.call, token)
         slot.execution = execution
         if self._sink is not None:
             try:
-                await self._sink.call_declared(slot.call)
+                await _told(slot.declaration, self._sink.call_declared, declared)
             except Exception as exc:
-                self._abort(SinkError(f"sink failed to record call {slot.call.call_id!r}: {describe_exception(exc)}"))
+                self._abort(SinkError(f"sink failed to record call {declared.call_id!r}: {describe_exception(exc)}"))
                 return None
         if token.is_cancelled:
             slot.finish(_not_dispatched(execution, token))
@@ -221,7 +264,7 @@ class BatchRun:
                     return
                 if self._sink is not None:
                     try:
-                        await self._sink.outcome_ready(outcome)
+                        await _told(slot.declaration, self._sink.outcome_ready, outcome)
                     except Exception as exc:
                         self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
                         return

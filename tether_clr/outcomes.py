@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .cancellation import CancellationToken
 from .schema import canonical_json, to_json_text
+from .text import is_valid_text, safe_text
 
 if TYPE_CHECKING:
     from .scope import AgentPipelineScope
@@ -49,6 +50,10 @@ class ToolFailureCodes(StrEnum):
 class ToolFailure:
     code: ToolFailureCodes
     message: str
+
+
+def _safe(text: Any) -> Any:
+    return safe_text(text) if isinstance(text, str) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +105,44 @@ class ToolCall:
         elif isinstance(arguments, str):
             raw = arguments
         else:
-            raw = to_json_text(arguments)
+            try:
+                raw = to_json_text(arguments)
+            except TypeError:
+                # Model data JSON cannot hold (NaN, a lone surrogate): kept as the
+                # escaped text a model would have sent, which the pipeline refuses (INVALID_ARGS).
+                raw = json.dumps(arguments, ensure_ascii=True, allow_nan=True)
         return cls(call_id, name, raw, scope, parent_call_id, invocation_context)
+
+    def invalid_text_fields(self) -> tuple[str, ...]:
+        """Which of ``call_id``, ``name``, ``arguments``, ``parent_call_id`` hold text that is not valid Unicode."""
+        return tuple(
+            field
+            for field, text in (
+                ("call_id", self.call_id),
+                ("name", self.name),
+                ("arguments", self.arguments),
+                ("parent_call_id", self.parent_call_id),
+            )
+            if isinstance(text, str) and not is_valid_text(text)
+        )
+
+    def recordable(self) -> ToolCall:
+        """This call, or a copy with each lone surrogate in its text written as ``\\udXXX``.
+
+        A model can send a lone surrogate (a raw one, or ``"\\ud800"`` in JSON it
+        produced); no sink can write it. The batch declares and answers the
+        recordable copy, so the declaration, the execution and the outcome all
+        carry the same, writable call id (see README, "Hostile input").
+        """
+        if not self.invalid_text_fields():
+            return self
+        return replace(
+            self,
+            call_id=_safe(self.call_id),
+            name=_safe(self.name),
+            arguments=_safe(self.arguments),
+            parent_call_id=_safe(self.parent_call_id),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +230,9 @@ class ToolExecutionOutcome:
     """The terminal result of one call: a value, or a failure with a stable code.
 
     On failure ``value`` is ``{"message": ...}`` so a model always receives
-    something it can read.
+    something it can read. Built through :meth:`success` and :meth:`failed`, an
+    outcome always serializes (``to_function_result().to_json()``) and can be
+    recorded by any sink: its text is valid Unicode and its value is JSON.
     """
 
     call_id: str
@@ -199,13 +242,18 @@ class ToolExecutionOutcome:
 
     @classmethod
     def success(cls, call_id: str, name: str, value: Any) -> ToolExecutionOutcome:
-        """Raises ``TypeError`` when ``value`` cannot become JSON."""
-        return cls(call_id, name, to_json_text(value))
+        """A successful outcome; raises ``TypeError`` (only) when ``value`` cannot become JSON without loss.
+
+        See :func:`tether_clr.schema.to_json_value` for what is converted.
+        """
+        return cls(_safe(call_id), _safe(name), to_json_text(value))
 
     @classmethod
     def failed(cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str) -> ToolExecutionOutcome:
+        """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``."""
         code = ToolFailureCodes(code)
-        return cls(call_id, name, canonical_json({"message": message}), ToolFailure(code, message))
+        message = _safe(message)
+        return cls(_safe(call_id), _safe(name), canonical_json({"message": message}), ToolFailure(code, message))
 
     @property
     def value(self) -> Any:

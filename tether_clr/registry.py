@@ -20,12 +20,15 @@ from .cancellation import CancellationToken
 from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import DuplicateToolError, InvariantViolation
 from .schema import (
+    DEFAULT_ARGUMENT_LIMITS,
+    ArgumentLimits,
     ArgumentValidator,
     InvalidArgumentsJson,
     ToolSchemaSnapshot,
     parse_arguments,
 )
 from .scope import AgentPipelineScope
+from .text import is_valid_text, safe_text
 from .tools import Tool, as_concurrency_predicate
 
 if TYPE_CHECKING:
@@ -117,14 +120,24 @@ def _ordinal(name: str) -> bytes:
 
 
 class SealedToolCatalogView:
-    """The catalog as one step of one scope sees it; immutable once made."""
+    """The catalog as one step of one scope sees it; immutable once made.
 
-    __slots__ = ("scope", "_entries", "_registry")
+    ``argument_limits`` are the registry's :class:`ArgumentLimits` when it was sealed.
+    """
 
-    def __init__(self, registry: ToolRegistry, scope: AgentPipelineScope | None, entries: Mapping[str, _ToolEntry]) -> None:
+    __slots__ = ("scope", "_entries", "_registry", "argument_limits")
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        scope: AgentPipelineScope | None,
+        entries: Mapping[str, _ToolEntry],
+        argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
+    ) -> None:
         self._registry = registry
         self.scope = scope
         self._entries = MappingProxyType(dict(entries))
+        self.argument_limits = argument_limits
 
     def resolve(self, name: str) -> _ToolEntry | None:
         return self._entries.get(name)
@@ -191,10 +204,14 @@ class ToolRegistry:
 
     A new registry installs the invariant result policy (non-empty name and call
     id, outcome call id equal to the execution's); ``invariant_policy.dispose()``
-    removes it.
+    removes it. ``argument_limits`` bound the argument text a model may send
+    (:class:`~tether_clr.schema.ArgumentLimits`); a view takes them when sealed.
     """
 
-    def __init__(self, *, invariant_policy: bool = True) -> None:
+    def __init__(self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None) -> None:
+        if argument_limits is not None and not isinstance(argument_limits, ArgumentLimits):
+            raise TypeError(f"argument_limits must be ArgumentLimits, got {type(argument_limits).__name__}")
+        self.argument_limits: ArgumentLimits = argument_limits or DEFAULT_ARGUMENT_LIMITS
         self._lock = threading.RLock()
         self._layers: dict[AgentPipelineScope | None, dict[str, _ToolEntry]] = {}
         self._listeners: dict[ListenerKind, tuple[_Listener, ...]] = {kind: () for kind in _KINDS}
@@ -254,15 +271,19 @@ class ToolRegistry:
         return self.seal(scope).get_declarations()
 
     def seal(self, scope: AgentPipelineScope | None = None) -> SealedToolCatalogView:
-        return SealedToolCatalogView(self, scope, self._visible(scope))
+        return SealedToolCatalogView(self, scope, self._visible(scope), self.argument_limits)
 
     def classify(self, call: ToolCall, view: SealedToolCatalogView) -> ToolExecutionMode:
-        """PARALLEL only on an exact ``True`` from the visible tool's predicate."""
+        """PARALLEL only on an exact ``True`` from the visible tool's predicate.
+
+        Arguments the pipeline would refuse (see :func:`~tether_clr.schema.read_arguments`)
+        mean EXCLUSIVE; classifying never raises.
+        """
         entry = view.resolve(call.name)
         if entry is None or entry.concurrency is None:
             return ToolExecutionMode.EXCLUSIVE
         try:
-            arguments = parse_arguments(call.arguments)
+            arguments = parse_arguments(call.arguments, view.argument_limits)
         except InvalidArgumentsJson:
             return ToolExecutionMode.EXCLUSIVE
         try:
@@ -366,9 +387,13 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
     name = tool.name
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a tool needs a non-empty string name, got {name!r}")
+    if not is_valid_text(name):
+        raise ValueError(f"tool name {safe_text(name)!r} is not valid Unicode text (it holds a lone surrogate)")
     description = tool.description or ""
     if not isinstance(description, str):
         raise TypeError(f"tool {name!r}: description must be a string")
+    if not is_valid_text(description):
+        raise ValueError(f"tool {name!r}: description is not valid Unicode text (it holds a lone surrogate)")
     try:
         validator = ArgumentValidator(tool.json_schema)
     except (TypeError, ValueError) as exc:
