@@ -244,13 +244,13 @@ async def test_dotnet_results_project_to_function_result_content(clr_tools: dict
 
 
 def test_clr_function_result_without_meai_is_a_clear_error(clr_tools: dict[str, Any]) -> None:
-    from tether_clr.clr import ClrUnavailableError
+    from tether_clr.clr import ClrUnavailableError, to_clr_function_result
     from tether_clr.clr.bridge import bridge
 
     if bridge().Records.FindAbstractions() is not None:
         pytest.skip("Microsoft.Extensions.AI.Abstractions is loaded in this process")
     with pytest.raises(ClrUnavailableError, match="Microsoft.Extensions.AI.Abstractions"):
-        ToolExecutionOutcome.success("c", "t", 1).to_clr_function_result()
+        to_clr_function_result(ToolExecutionOutcome.success("c", "t", 1))
 
 
 def test_from_function_call_accepts_the_dict_shape() -> None:
@@ -338,9 +338,12 @@ async def test_real_aifunctions_are_discovered_and_invoked(meai: dict[str, Any])
 
 
 def test_real_function_call_and_result_records(meai: dict[str, Any]) -> None:
+    from tether_clr.clr import function_call_to_tool_call, to_clr_function_result
+
     content = meai["MeaiTools"].SampleCall()
-    tool_call = ToolCall.from_function_call(content)
+    tool_call = function_call_to_tool_call(content)
     assert (tool_call.call_id, tool_call.name, tool_call.arguments) == ("call-1", "Multiply", '{"a":6,"b":7}')
-    result = ToolExecutionOutcome.success("call-1", "Multiply", 42).to_clr_function_result()
+    assert tool_call.argument_error is None
+    result = to_clr_function_result(ToolExecutionOutcome.success("call-1", "Multiply", 42))
     assert str(result.CallId) == "call-1"
     assert str(result.Result.GetRawText()) == "42"

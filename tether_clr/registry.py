@@ -26,7 +26,7 @@ from .schema import (
     parse_arguments,
 )
 from .scope import AgentPipelineScope
-from .tools import Tool, as_concurrency_predicate
+from .tools import Tool, as_approval_predicate, as_concurrency_predicate
 
 if TYPE_CHECKING:
     from .batch import ToolCallSink
@@ -59,9 +59,18 @@ class ToolRegistrationOptions:
 
     ``is_concurrency_safe`` is a predicate over the parsed arguments (or a bool
     for "always"/"never"); only an exact ``True`` lets a call join a parallel group.
+
+    ``requires_approval`` puts every call of the tool through the approval step
+    of a pre-execute ``ask`` (the same provider, the same outcomes): ``None`` (the
+    default) or ``False`` means no approval of its own, ``True`` always, a
+    predicate over the parsed arguments decides per call, and any answer but an
+    exact ``False`` (including raising) means approval is required. A tool that
+    requires approval itself (``requires_approval`` on the tool, as a real
+    ``ApprovalRequiredAIFunction`` has) keeps requiring it whatever this says.
     """
 
     is_concurrency_safe: Callable[[Any], Any] | bool | None = None
+    requires_approval: Callable[[Any], Any] | bool | None = None
 
 
 class Registration:
@@ -106,6 +115,7 @@ class _ToolEntry:
     name: str
     description: str
     concurrency: Callable[[Any], Any] | None
+    approval: tuple[Callable[[Any], Any], ...] = ()
 
     def declaration(self) -> ToolSchemaSnapshot:
         return ToolSchemaSnapshot(name=self.name, description=self.description, parameters=self.validator.schema)
@@ -379,7 +389,12 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
     else:
         own = getattr(tool, "is_concurrency_safe", None)
         concurrency = own if callable(own) else None
-    return _ToolEntry(tool, scope, validator, name, description, concurrency)
+    approval = tuple(
+        as_approval_predicate(source)
+        for source in (getattr(tool, "requires_approval", None), options.requires_approval)
+        if source is not None
+    )
+    return _ToolEntry(tool, scope, validator, name, description, concurrency, approval)
 
 
 async def check_invariants(execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:

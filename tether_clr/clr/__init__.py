@@ -25,7 +25,7 @@ from .functions import (
     load_assembly,
     wrap_aifunction,
 )
-from .records import to_clr_function_result
+from .records import function_call_to_tool_call, to_clr_function_result
 from .runtime import ClrRuntime, ClrUnavailableError, current_runtime, load_runtime
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "current_runtime",
     "discover_functions",
     "find_meai_directories",
+    "function_call_to_tool_call",
     "load_assembly",
     "load_meai",
     "load_runtime",
