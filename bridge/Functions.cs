@@ -279,7 +279,8 @@ namespace Tether.Bridge
                 return Task.FromResult(hasValue ? Serialize(returned, serializer) : "null");
             return task.ContinueWith(done =>
             {
-                if (done.IsFaulted) throw TaskBridge.Unwrap(done.Exception);
+                // Rethrown with its original stack: FailedWhileBinding reads where it was thrown.
+                if (done.IsFaulted) System.Runtime.ExceptionServices.ExceptionDispatchInfo.Capture(TaskBridge.Unwrap(done.Exception)).Throw();
                 if (done.IsCanceled) throw new OperationCanceledException("the .NET task was cancelled");
                 return hasValue ? Serialize(done.GetType().GetProperty("Result").GetValue(done, null), serializer) : "null";
             }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);

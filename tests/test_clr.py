@@ -8,7 +8,6 @@ a failure.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -294,35 +293,6 @@ def test_build_is_cached_by_source_hash(clr_tools: dict[str, Any], tmp_path: Pat
 
 
 # -------------------------------------------- real Microsoft.Extensions.AI (when present)
-@pytest.fixture(scope="session")
-def meai(clr_tools: dict[str, Any]) -> dict[str, Any]:
-    from tether_clr.clr import (
-        compile_library,
-        discover_functions,
-        find_meai_directories,
-        load_assembly,
-        load_meai,
-    )
-
-    folders = find_meai_directories()
-    if not folders:
-        pytest.skip("Microsoft.Extensions.AI.Abstractions not available: set TETHER_MEAI_DIR or restore the NuGet package")
-    abstractions = load_meai()
-    references = [Path(str(abstractions.Location))]
-    for folder in folders:
-        for name in ("System.Text.Json.dll", "Microsoft.Extensions.AI.dll", "Microsoft.Bcl.AsyncInterfaces.dll"):
-            if (Path(folder) / name).is_file():
-                references.append(Path(folder) / name)
-    facade = Path("/usr/lib/mono/4.5/Facades/netstandard.dll")
-    if shutil.which("mcs") and facade.is_file():
-        references.append(facade)
-    sources = sorted((Path(__file__).resolve().parent.parent / "dotnet_fixtures" / "meai").glob("*.cs"))
-    assembly = load_assembly(compile_library("TetherMeaiFixtures", sources, references))
-    from Tether.Fixtures.Meai import MeaiTools  # type: ignore[import-not-found]
-
-    return {"functions": {f.name: f for f in discover_functions(assembly)}, "MeaiTools": MeaiTools}
-
-
 async def test_real_aifunctions_are_discovered_and_invoked(meai: dict[str, Any]) -> None:
     functions = meai["functions"]
     assert {"Multiply", "Shout", "Refuse"} <= set(functions)

@@ -14,6 +14,7 @@ from .build import (
     ClrBuildError,
     build_bridge,
     build_fixtures,
+    build_meai_fixtures,
     cache_dir,
     compile_library,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "add_probe_directory",
     "build_bridge",
     "build_fixtures",
+    "build_meai_fixtures",
     "cache_dir",
     "compile_library",
     "current_runtime",

@@ -95,13 +95,25 @@ class ClrFunction:
 
 
 def load_assembly(path: str | os.PathLike[str]) -> Any:
-    """Load a .NET assembly by path (loading the runtime and the bridge first)."""
-    path = Path(path)
+    """Load a .NET assembly by path (loading the runtime and the bridge first).
+
+    Its own folder becomes a probe folder, so an assembly loaded from a build
+    output folder finds its dependencies (Microsoft.Extensions.AI,
+    System.Text.Json, ...) there, with no environment variable. On CoreCLR tool
+    assemblies share one load context of their own in which a folder's newer
+    copy of a framework assembly wins over the runtime's (System.Text.Json 10
+    beside .NET 8's 8.0), as an app's ``bin/`` folder does; the runtime's own
+    copy is used when it is as new.
+    """
+    path = Path(os.path.abspath(path))  # not resolve(): a symlinked DLL's folder is still its folder
     if not path.is_file():
         raise FileNotFoundError(f"no .NET assembly at {path}")
-    bridge()
+    probe = bridge().AssemblyProbe
     try:
-        return clr_add_reference(path.resolve())
+        assembly = probe.LoadToolAssembly(str(path))
+        if not probe.HasLoadContexts:
+            assembly = clr_add_reference(path)  # Mono: make its namespaces importable
+        return assembly
     except Exception as exc:
         raise ClrUnavailableError(f"could not load {path}: {exc}") from exc
 
@@ -176,7 +188,7 @@ def _dotnet_context(context: Mapping[Any, Any] | None) -> Any:
 
 
 def add_probe_directory(directory: str | os.PathLike[str]) -> None:
-    """Let the runtime resolve dependencies (e.g. Microsoft.Extensions.AI) from ``directory``."""
+    """Let tool assemblies resolve dependencies (e.g. Microsoft.Extensions.AI) from ``directory``."""
     bridge().AssemblyProbe.AddDirectory(str(Path(directory).resolve()))
 
 
