@@ -16,6 +16,16 @@ from typing import Any
 import pytest
 
 
+_DOTNET_FIXTURES = frozenset({"clr_tools", "meai"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that hosts .NET ``dotnet``, so a second process can run just those on the other runtime."""
+    for item in items:
+        if _DOTNET_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.dotnet)
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return request.param

@@ -72,7 +72,7 @@ def _python_gated() -> Gated:
     return Gated(register, lambda: len(ran), "Dangerous")
 
 
-@pytest.fixture(params=["python", "aifunction"])
+@pytest.fixture(params=["python", pytest.param("aifunction", marks=pytest.mark.dotnet)])
 def gated(request: pytest.FixtureRequest) -> Gated:
     if request.param == "python":
         return _python_gated()
