@@ -8,6 +8,8 @@ a failure.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -243,13 +245,20 @@ async def test_dotnet_results_project_to_function_result_content(clr_tools: dict
 
 
 def test_clr_function_result_without_meai_is_a_clear_error(clr_tools: dict[str, Any]) -> None:
-    from tether_clr.clr import ClrUnavailableError, to_clr_function_result
-    from tether_clr.clr.bridge import bridge
-
-    if bridge().Records.FindAbstractions() is not None:
-        pytest.skip("Microsoft.Extensions.AI.Abstractions is loaded in this process")
-    with pytest.raises(ClrUnavailableError, match="Microsoft.Extensions.AI.Abstractions"):
-        to_clr_function_result(ToolExecutionOutcome.success("c", "t", 1))
+    # In a fresh process: this one may have loaded Microsoft.Extensions.AI for other tests.
+    script = (
+        "from tether_clr import ToolExecutionOutcome\n"
+        "from tether_clr.clr import ClrUnavailableError, load_runtime, to_clr_function_result\n"
+        "from tether_clr.clr.bridge import bridge\n"
+        f"load_runtime({clr_tools['runtime'].kind!r}); bridge()\n"
+        "try:\n"
+        "    to_clr_function_result(ToolExecutionOutcome.success('c', 't', 1))\n"
+        "except ClrUnavailableError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "needs Microsoft.Extensions.AI.Abstractions loaded" in result.stdout
 
 
 def test_from_function_call_accepts_the_dict_shape() -> None:
