@@ -186,30 +186,29 @@ async def test_approval_required_tool_cancelled_while_waiting_is_aborted_before_
     assert gated.runs() == before
 
 
-async def test_ask_and_required_approval_put_one_question_to_the_provider(gated: Gated) -> None:
+@pytest.mark.parametrize(
+    ("decision", "code", "questions"),
+    [
+        # an ask and the tool's own requirement are one question, with the listener's reason
+        (ToolPreDecision.ask("touches prod"), None, [("c1", "touches prod", {"target": "prod"})]),
+        # a deny ends the call before anyone is asked
+        (ToolPreDecision.deny("not today"), ToolFailureCodes.DENIED, []),
+    ],
+    ids=["ask-asks-once", "deny-wins"],
+)
+async def test_pre_execute_decision_and_required_approval_combine(
+    gated: Gated, decision: ToolPreDecision, code: ToolFailureCodes | None, questions: list[Any]
+) -> None:
     approver = Approver(ApprovalResult.APPROVED)
     registry = _registry(gated, approver)
 
-    async def ask(execution: ToolExecution, next_: Any) -> ToolPreDecision:
-        return ToolPreDecision.ask("touches prod")
+    async def decide(execution: ToolExecution, next_: Any) -> ToolPreDecision:
+        return decision
 
-    registry.register_pre_execute_listener(None, ask)
+    registry.register_pre_execute_listener(None, decide)
     (outcome,) = await _run(registry, _scope(), call("c1", gated.name, {"target": "prod"}))
-    assert outcome.failure is None
-    assert approver.requests == [("c1", "touches prod", {"target": "prod"})]
-
-
-async def test_pre_execute_deny_wins_before_approval_is_asked(gated: Gated) -> None:
-    approver = Approver(ApprovalResult.APPROVED)
-    registry = _registry(gated, approver)
-
-    async def deny(execution: ToolExecution, next_: Any) -> ToolPreDecision:
-        return ToolPreDecision.deny("not today")
-
-    registry.register_pre_execute_listener(None, deny)
-    (outcome,) = await _run(registry, _scope(), call("c1", gated.name, {"target": "prod"}))
-    assert outcome.failure.code is ToolFailureCodes.DENIED
-    assert approver.requests == []
+    assert (None if outcome.failure is None else outcome.failure.code) is code
+    assert approver.requests == questions
 
 
 async def test_registration_option_cannot_waive_an_approval_required_aifunction(meai: dict[str, Any]) -> None:
