@@ -50,6 +50,15 @@ _KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "post_exe
 
 
 class ApprovalProvider(Protocol):
+    """Asked for a pre-execute ``ask`` and for every call of a tool that requires approval.
+
+    The request carries the call itself: ``execution.name``, ``execution.arguments``
+    (a fresh parsed copy of the validated arguments) and ``execution.arguments_json``
+    (their canonical text), the scope, owner and call ids; ``reason`` is the
+    listener's, or ``"tool 'NAME' requires approval"``. Anything but
+    ``ApprovalResult.APPROVED`` keeps the body from running.
+    """
+
     async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult: ...
 
 
