@@ -220,7 +220,7 @@ class BatchRun:
             slot.finish(early)
             return None
         assert entry is not None
-        refusal = await self._pipeline.authorize(execution)
+        refusal = await self._pipeline.authorize(execution, entry)
         if refusal is not None:
             slot.finish(refusal)
             return None

@@ -62,6 +62,10 @@ class ToolCall:
 
     ``arguments`` is the raw JSON text exactly as the model produced it.
     ``invocation_context`` is opaque caller data passed through untouched.
+    ``argument_error`` carries a failure that happened before the call reached
+    us (a client that could not parse the model's argument text, like a MEAI
+    ``FunctionCallContent`` whose ``Exception`` is set): such a call ends
+    INVALID_ARGS with that message and never runs, whatever ``arguments`` holds.
     """
 
     call_id: str
@@ -70,34 +74,33 @@ class ToolCall:
     scope: AgentPipelineScope | None = None
     parent_call_id: str | None = None
     invocation_context: Any = None
+    argument_error: str | None = None
 
     @classmethod
     def from_function_call(
         cls,
-        content: Any,
+        content: Mapping[str, Any],
         *,
         scope: AgentPipelineScope | None = None,
         parent_call_id: str | None = None,
         invocation_context: Any = None,
     ) -> ToolCall:
-        """Build a call from a Microsoft.Extensions.AI ``FunctionCallContent``.
+        """Build a call from the JSON dict shape of a Microsoft.Extensions.AI ``FunctionCallContent``.
 
-        Accepts the .NET object itself (``CallId``, ``Name``, ``Arguments``) or
-        its JSON dict shape (``callId``, ``name``, ``arguments``). The arguments
-        of a FunctionCallContent are a dictionary, which becomes canonical JSON
-        text; a string is taken as raw JSON.
+        ``{"$type": "functionCall", "callId": ..., "name": ..., "arguments": {...}}``;
+        a dict of arguments becomes canonical JSON text, a string is taken as raw
+        JSON. A .NET ``FunctionCallContent`` object is the .NET side's business
+        (``tether_clr.clr.function_call_to_tool_call``): the core never imports it.
         """
-        if isinstance(content, Mapping):
-            call_id, name, arguments = content.get("callId"), content.get("name"), content.get("arguments")
-            kind = content.get("$type", "functionCall")
-            if kind != "functionCall":
-                raise ValueError(f'expected a functionCall content, got $type {kind!r}')
-        elif hasattr(content, "CallId") and hasattr(content, "Name"):
-            from .clr.records import function_call_parts
-
-            call_id, name, arguments = function_call_parts(content)
-        else:
-            raise TypeError(f"expected a FunctionCallContent or its dict shape, got {type(content).__name__}")
+        if not isinstance(content, Mapping):
+            raise TypeError(
+                f"expected the dict shape of a FunctionCallContent, got {type(content).__name__}; "
+                "for a .NET FunctionCallContent use tether_clr.clr.function_call_to_tool_call"
+            )
+        call_id, name, arguments = content.get("callId"), content.get("name"), content.get("arguments")
+        kind = content.get("$type", "functionCall")
+        if kind != "functionCall":
+            raise ValueError(f'expected a functionCall content, got $type {kind!r}')
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise ValueError("a function call needs string callId and name")
         if arguments is None:
@@ -270,9 +273,3 @@ class ToolExecutionOutcome:
     def to_function_result(self) -> FunctionResultContent:
         exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"
         return FunctionResultContent.model_validate({"callId": self.call_id, "result": self.value, "exception": exception})
-
-    def to_clr_function_result(self) -> Any:
-        """A real .NET ``FunctionResultContent``; needs Microsoft.Extensions.AI loaded."""
-        from .clr.records import to_clr_function_result
-
-        return to_clr_function_result(self)

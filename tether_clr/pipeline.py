@@ -42,6 +42,18 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+def _requires_approval(entry: _ToolEntry, execution: ToolExecution) -> bool:
+    """Any answer but an exact ``False`` from a tool's approval predicate, raising included, means yes."""
+    for predicate in entry.approval:
+        try:
+            if predicate(execution.arguments) is not False:
+                return True
+        except Exception:
+            logger.warning("approval predicate of %r raised; approval is required", execution.name, exc_info=True)
+            return True
+    return False
+
+
 class _ContractViolation(Exception):
     """A listener broke its contract (wrong return type, changed the execution)."""
 
@@ -70,9 +82,11 @@ class CallPipeline:
         if invalid:
             call = call.recordable()
         scope = call.scope if call.scope is not None else self._view.scope
-        parse_error: str | None = None
+        parse_error: str | None = call.argument_error
         arguments: Any = None
         try:
+            if parse_error is not None:  # the client could not parse the model's text: never run it
+                raise InvalidArgumentsJson(parse_error)
             parsed = read_arguments(call.arguments, self._view.argument_limits)
             arguments, arguments_json = parsed.value, parsed.json
         except InvalidArgumentsJson as exc:
@@ -104,20 +118,31 @@ class CallPipeline:
         return call, execution, entry, None
 
     # ---------------------------------------------------------- authorization
-    async def authorize(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
-        """Pre-execute waterfall, approval, then guards. None means: may dispatch."""
+    async def authorize(self, execution: ToolExecution, entry: _ToolEntry | None = None) -> ToolExecutionOutcome | None:
+        """Pre-execute waterfall, approval, then guards. None means: may dispatch.
+
+        A tool that requires approval (``entry.approval``) goes through the same
+        approval step as a pre-execute ``ask``, once: a call both asked about and
+        requiring approval is put to the provider one time. Approved calls still
+        face the guards.
+        """
         try:
             decision = await self._pre_execute(execution)
         except Exception as exc:
             return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
         if decision.is_deny:
             return _fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
+        reason: str | None = None
         if decision.is_ask:
-            refusal = await self._approve(execution, decision.reason)
-            if refusal is not None:
-                return refusal
+            reason = decision.reason or ""
         elif not decision.is_allow:
             return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {safe_repr(decision.kind)}")
+        elif entry is not None and _requires_approval(entry, execution):
+            reason = f"tool {execution.name!r} requires approval"
+        if reason is not None:
+            refusal = await self._approve(execution, reason or None)
+            if refusal is not None:
+                return refusal
         return self._guards(execution)
 
     async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:

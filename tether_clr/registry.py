@@ -29,7 +29,7 @@ from .schema import (
 )
 from .scope import AgentPipelineScope
 from .text import is_valid_text, safe_text
-from .tools import Tool, as_concurrency_predicate
+from .tools import Tool, as_approval_predicate, as_concurrency_predicate
 
 if TYPE_CHECKING:
     from .batch import ToolCallSink
@@ -53,6 +53,15 @@ _KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "post_exe
 
 
 class ApprovalProvider(Protocol):
+    """Asked for a pre-execute ``ask`` and for every call of a tool that requires approval.
+
+    The request carries the call itself: ``execution.name``, ``execution.arguments``
+    (a fresh parsed copy of the validated arguments) and ``execution.arguments_json``
+    (their canonical text), the scope, owner and call ids; ``reason`` is the
+    listener's, or ``"tool 'NAME' requires approval"``. Anything but
+    ``ApprovalResult.APPROVED`` keeps the body from running.
+    """
+
     async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult: ...
 
 
@@ -62,9 +71,18 @@ class ToolRegistrationOptions:
 
     ``is_concurrency_safe`` is a predicate over the parsed arguments (or a bool
     for "always"/"never"); only an exact ``True`` lets a call join a parallel group.
+
+    ``requires_approval`` puts every call of the tool through the approval step
+    of a pre-execute ``ask`` (the same provider, the same outcomes): ``None`` (the
+    default) or ``False`` means no approval of its own, ``True`` always, a
+    predicate over the parsed arguments decides per call, and any answer but an
+    exact ``False`` (including raising) means approval is required. A tool that
+    requires approval itself (``requires_approval`` on the tool, as a real
+    ``ApprovalRequiredAIFunction`` has) keeps requiring it whatever this says.
     """
 
     is_concurrency_safe: Callable[[Any], Any] | bool | None = None
+    requires_approval: Callable[[Any], Any] | bool | None = None
 
 
 class Registration:
@@ -109,6 +127,7 @@ class _ToolEntry:
     name: str
     description: str
     concurrency: Callable[[Any], Any] | None
+    approval: tuple[Callable[[Any], Any], ...] = ()
 
     def declaration(self) -> ToolSchemaSnapshot:
         return ToolSchemaSnapshot(name=self.name, description=self.description, parameters=self.validator.schema)
@@ -404,7 +423,12 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
     else:
         own = getattr(tool, "is_concurrency_safe", None)
         concurrency = own if callable(own) else None
-    return _ToolEntry(tool, scope, validator, name, description, concurrency)
+    approval = tuple(
+        as_approval_predicate(source)
+        for source in (getattr(tool, "requires_approval", None), options.requires_approval)
+        if source is not None
+    )
+    return _ToolEntry(tool, scope, validator, name, description, concurrency, approval)
 
 
 async def check_invariants(execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:

@@ -488,8 +488,10 @@ class ArgumentValidator:
         if not isinstance(schema, Mapping):
             raise TypeError(f"json_schema must be a mapping, got {type(schema).__name__}")
         plain = to_json_value(dict(schema))
-        if plain.get("type") != "object":
-            raise ValueError(f'json_schema must be a JSON object schema ("type": "object"), got {plain.get("type")!r}')
+        if "type" not in plain:  # MEAI's default AIFunction schema is {}: no "type" means any object
+            plain = {"type": "object", **plain}
+        if plain["type"] != "object":
+            raise ValueError(f'json_schema must be a JSON object schema ("type": "object"), got {plain["type"]!r}')
         cls = jsonschema.validators.validator_for(plain, default=jsonschema.Draft202012Validator)
         try:
             cls.check_schema(plain)
