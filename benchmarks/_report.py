@@ -43,6 +43,44 @@ async def speedup_rows(registry: Any, calls: list[Any], parallelisms: tuple[int,
     return rows
 
 
+class Timer:
+    """Best-of-rounds microseconds per call, with each round calibrated to last at least ``min_round_s``.
+
+    The iteration count is found once (doubling from a warm-up) and then kept, so
+    repeated measurements of the same path (several runs, for a median) time the
+    same amount of work. The minimum over rounds is the least noisy estimate of cost.
+    """
+
+    def __init__(self, fn: Callable[[], Awaitable[object]], calls_per_invocation: int, min_round_s: float) -> None:
+        self._fn = fn
+        self._calls = calls_per_invocation
+        self._min_round_s = min_round_s
+        self._iterations = 0
+
+    async def _time(self, iterations: int) -> float:
+        fn = self._fn
+        start = time.perf_counter()
+        for _ in range(iterations):
+            await fn()
+        return time.perf_counter() - start
+
+    async def _calibrate(self) -> None:
+        iterations = 1
+        while True:
+            elapsed = await self._time(iterations)
+            if elapsed >= self._min_round_s:
+                self._iterations = iterations
+                return
+            per_iteration = max(elapsed / iterations, 1e-9)
+            iterations = min(iterations * 100, max(iterations * 2, int(self._min_round_s * 1.1 / per_iteration) + 1))
+
+    async def best_us(self, rounds: int) -> float:
+        if not self._iterations:
+            await self._calibrate()
+        best = min([await self._time(self._iterations) for _ in range(rounds)])
+        return best / (self._iterations * self._calls) * 1e6
+
+
 def table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
