@@ -4,9 +4,9 @@
 
 Every row calls the same no-op tool, ``async def echo(text: str) -> str``, with
 the same raw JSON arguments ``{"text": "hi"}``, on asyncio. Each row is timed
-best-of-``--rounds`` (each round calibrated to last at least 0.5 s), and the
-whole table is measured ``--runs`` times, interleaved, reporting the median of
-the runs. Rows:
+best-of-``--rounds`` (each round calibrated to last at least 0.5 s) on the wall
+clock and in process CPU time, and the whole table is measured ``--runs`` times,
+interleaved, reporting the median of the runs. Rows:
 
 * floors: ``json.loads`` + validation (pydantic, or a compiled jsonschema) + ``await echo``;
 * OpenAI Agents SDK ``FunctionTool.on_invoke_tool`` (one call, and 100 under ``asyncio.gather``);
@@ -78,11 +78,11 @@ class Row:
     calls: int  # calls per invocation of ``fn``
     fn: Invoke
     timer: Timer | None = None
-    samples: list[float] = field(default_factory=list)
+    samples: list[tuple[float, float]] = field(default_factory=list)  # (wall, CPU) µs per call, one per run
 
-    @property
-    def us(self) -> float:
-        return statistics.median(self.samples)
+    def us(self, clock: str) -> float:
+        """The median over runs on ``clock`` ("wall" or "cpu")."""
+        return statistics.median(sample[0 if clock == "wall" else 1] for sample in self.samples)
 
 
 @dataclass
@@ -94,8 +94,8 @@ class Suite:
     def add(self, key: str, label: str, does: str, fn: Invoke, calls: int = 1) -> None:
         self.rows.append(Row(key, label, does, calls, fn))
 
-    def get(self, key: str) -> float | None:
-        return next((row.us for row in self.rows if row.key == key and row.samples), None)
+    def get(self, key: str, clock: str = "cpu") -> float | None:
+        return next((row.us(clock) for row in self.rows if row.key == key and row.samples), None)
 
 
 # ------------------------------------------------------------------ floors
@@ -384,11 +384,12 @@ def target_rows(suite: Suite, runtime: str | None) -> list[list[str]]:
         add(f"3 listeners, {size}: added cost", overhead, 15, unit="%")
     add("safe group of 100 / EXCLUSIVE, per call", ratio(g("tether_100p_0"), g("tether_100x_0")), 1.3, today="1.66x")
     if runtime is not None:
-        direct, invoke, batch = g("clr_direct"), g("clr_invoke"), g("clr_batch")
+        direct, invoke, batch = g("clr_direct", "wall"), g("clr_invoke", "wall"), g("clr_batch", "wall")
         goal = 40 if runtime.startswith("Mono") else 25
         added = None if direct is None or invoke is None else invoke - direct
         add(f"`ClrFunction.invoke` - direct ({runtime.split(';')[0]})", added, goal, unit=" µs", today="+65-100 µs (Mono)")
-        python_added = None if g("tether_1_0") is None or g("bare") is None else g("tether_1_0") - g("bare")  # type: ignore[operator]
+        python_one, bare = g("tether_1_0", "wall"), g("bare", "wall")
+        python_added = None if python_one is None or bare is None else python_one - bare
         dotnet_added = None if batch is None or invoke is None else batch - invoke
         add("`execute_batch` added to a .NET call / added to a Python call", ratio(dotnet_added, python_added), 1.0)
     return rows
@@ -417,27 +418,51 @@ def cpu() -> str:
     return f"{model or 'unknown CPU'}, {os.cpu_count()} cores{load}"
 
 
+def python_speed_ns() -> float:
+    """CPU ns per iteration of a plain ``x += i`` loop: how fast this core runs bytecode right now.
+
+    Peers whose per-call work is mostly in pydantic-core (Rust) slow down less
+    than pure-Python code on a busy or slow core, so the ratios depend on it.
+    """
+    import time
+
+    def loop() -> int:
+        total = 0
+        for i in range(1_000_000):
+            total += i
+        return total
+
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        loop()
+        best = min(best, time.process_time() - start)
+    return best * 1e3
+
+
 def render(suite: Suite, runtime: str | None, memory: list[tuple[int, float]], args: argparse.Namespace) -> str:
     floor = suite.get("floor_pydantic")
     measured = [r for r in suite.rows if r.samples and not r.key.startswith("clr_")]
-    main = table(["path", "µs per call", "vs pydantic floor"],
-                 [[r.label, f"{r.us:.1f}", f"{r.us / floor:.1f}x" if floor else "-"] for r in measured])
+    main = table(["path", "CPU µs per call", "wall µs per call", "CPU vs pydantic floor"],
+                 [[r.label, f"{r.us('cpu'):.1f}", f"{r.us('wall'):.1f}", f"{r.us('cpu') / floor:.1f}x" if floor else "-"] for r in measured])
     parts = [
         f"Measured with `./tasks.sh bench` (`benchmarks/peers.py --write-readme`) on {datetime.date.today().isoformat()}: "
-        f"asyncio; {machine_line()}; {cpu()}; best of {args.rounds} rounds of at least {args.min_round:g} s, "
-        f"median of {args.runs} runs. Versions: {versions()}.",
+        f"asyncio; {machine_line()}; {cpu()}; best of {args.rounds} rounds of at least {args.min_round:g} s "
+        f"(wall clock and process CPU time each), median of {args.runs} runs; a plain Python loop ran at "
+        f"{python_speed_ns():.0f} ns per iteration. Versions: {versions()}.",
         "",
         main,
     ]
     if runtime is not None:
-        clr_rows = [[r.label, f"{r.us:.1f}"] for r in suite.rows if r.samples and r.key.startswith("clr_")]
-        parts += ["", f".NET: {runtime}.", "", table(["path", "µs per call"], clr_rows)]
+        clr_rows = [[r.label, f"{r.us('wall'):.1f}", f"{r.us('cpu'):.1f}"] for r in suite.rows if r.samples and r.key.startswith("clr_")]
+        parts += ["", f".NET: {runtime}.", "", table(["path", "wall µs per call", "CPU µs per call (all threads)"], clr_rows)]
     if len(memory) > 1:
         (warm, first), (_, last) = memory[1], memory[-1]
         samples = table(["one-call batches run", *(f"{n:,}" for n, _ in memory)], [["RSS MiB", *(f"{mib:.1f}" for _, mib in memory)]])
         parts += ["", "Memory: RSS after a full collection while one-call batches run (0 listeners); "
                       f"growth from {warm:,} to {memory[-1][0]:,} calls: {last - first:+.1f} MiB.", "", samples]
-    parts += ["", "Targets of issue 9 (ratios of the medians above):", "",
+    parts += ["", "Targets of issue 9, from the medians above: CPU time for the Python rows, wall time for the .NET rows "
+                  "(a .NET call's cost includes waiting for the thread pool and the wake-up):", "",
               table(["target", "measured", "goal", "met", "issue's 'today'"], target_rows(suite, runtime))]
     for line in suite.skipped + suite.notes:
         parts += ["", f"Note: {line}"]
@@ -453,7 +478,8 @@ async def measure(suite: Suite, runs: int, rounds: int, min_round: float) -> Non
             if row.timer is None:
                 row.timer = Timer(row.fn, row.calls, min_round)
             row.samples.append(await row.timer.best_us(rounds))
-            print(f"  run {run + 1}/{runs}  {row.label}: {row.samples[-1]:.1f} µs", file=sys.stderr, flush=True)
+            wall, cpu = row.samples[-1]
+            print(f"  run {run + 1}/{runs}  {row.label}: {cpu:.1f} µs CPU, {wall:.1f} µs wall", file=sys.stderr, flush=True)
 
 
 async def main(args: argparse.Namespace) -> str:
