@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import anyio  # noqa: E402
+import anyio.lowlevel  # noqa: E402
 from peers import RAW, batch_runner, echo, tether_registry  # noqa: E402
 
 from tether_clr import CancellationSource, CancellationToken, PythonFunction, ToolCall, ToolExecution, ToolExecutionOutcome  # noqa: E402
@@ -110,6 +111,14 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
     async def await_set_event() -> None:
         await event.wait()
 
+    async def checkpoint() -> None:
+        await anyio.lowlevel.checkpoint()
+
+    def fresh_chains() -> None:
+        fresh = registry.listener_snapshot()
+        for kind in ("pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener"):
+            fresh.chain(kind, None)
+
     async def bind_and_call() -> object:
         return await tool.invoke(arguments, token)
 
@@ -118,7 +127,8 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
         ("`anyio.CancelScope()` enter/exit", cancel_scope),
         ("`cancel_scope_for(token, token)` (live token: registers a callback)", cancel_scope_for_token),
         ("`anyio.Event()` + set + wait", event_cycle),
-        ("`await event.wait()` on a set event", await_set_event),
+        ("`await event.wait()` on a set event (a checkpoint: one event-loop iteration)", await_set_event),
+        ("`await anyio.lowlevel.checkpoint()` alone", checkpoint),
         ("`anyio.Semaphore` acquire/release", semaphore_cycle),
         ("`anyio.create_task_group()` enter/exit, no task", task_group_empty),
         ("task group + one `start_soon` no-op", task_group_one),
@@ -137,6 +147,7 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
         ("`registry.classify(call, view)`", sync(lambda: registry.classify(call, view))),
         ("`registry.listener_snapshot()`", sync(registry.listener_snapshot)),
         ("`snapshot.chain(kind, None)` (memoised)", sync(lambda: snapshot.chain("pre_execute", None))),
+        ("a fresh snapshot and its six chains (what every batch pays)", sync(fresh_chains)),
     ]
     rows = [(label, await per_call_us(fn, n)) for label, fn in blocks]
     rows += await pipeline_stages(registry, view, n)
