@@ -238,6 +238,22 @@ def pyinstrument_tree(fn: Callable[[], Awaitable[object]], iterations: int) -> s
     return str(profiler.output_text(unicode=False, color=False, show_all=False))
 
 
+def clr_profile(iterations: int, top: int) -> str:
+    """cProfile of ``ClrFunction.invoke`` on the .NET echo peers.py measures (a real AIFunction when MEAI is available)."""
+    from peers import Suite, _clr_echo
+
+    from tether_clr.clr import load_runtime
+
+    runtime = load_runtime()
+    function, _direct, kind = _clr_echo(Suite())
+    token = CancellationToken.none()
+
+    async def invoke() -> object:
+        return await function.invoke({"text": "hi"}, token)
+
+    return f"## cProfile: `ClrFunction.invoke` on {runtime.description}, {kind}\n\n" + profile(invoke, iterations, 1, top)
+
+
 async def end_to_end(n: int) -> tuple[float, float]:
     tool = PythonFunction.from_callable(echo)
     one = batch_runner(tether_registry(tool, 0), 1)
@@ -249,6 +265,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20_000, help="tool calls per profiled path")
     parser.add_argument("--top", type=int, default=30, help="functions listed per profile")
+    parser.add_argument("--clr", action="store_true", help="also profile ClrFunction.invoke on the .NET echo (needs a .NET runtime)")
     parser.add_argument("--pyinstrument", action="store_true", help="also print a pyinstrument call tree of the one-call path")
     args = parser.parse_args()
     n = max(100, args.calls // 10)
@@ -265,6 +282,8 @@ def main() -> None:
     print(profile(batch_runner(tether_registry(tool, 0), 100), max(1, args.calls // 100), 100, args.top))
     print("## cProfile: 100-call batches (concurrency-safe group)\n")
     print(profile(batch_runner(tether_registry(tool, 0, concurrency_safe=True), 100), max(1, args.calls // 100), 100, args.top))
+    if args.clr:
+        print(clr_profile(max(200, args.calls // 20), args.top))
     if args.pyinstrument:
         print("## pyinstrument: one-call batches\n\n```")
         print(pyinstrument_tree(batch_runner(tether_registry(tool, 0), 1), args.calls))
