@@ -166,6 +166,7 @@ async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, f
     try:
         pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
         execution, entry, _ = pipeline.begin(calls[0], token)
+        assert entry is not None
         outcome = ToolExecutionOutcome.success("c0", "echo", "hi")
 
         def new_batch() -> None:
