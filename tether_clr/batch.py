@@ -13,10 +13,17 @@ EXCLUSIVE call (a barrier). Inside a group:
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
+
+Every call of a group is declared to the sink before any of them is authorized,
+and a sink with the optional hooks (:mod:`tether_clr.sink_hooks`) is flushed
+before the group's first body starts and before the delivery waits for a body
+still running: a group-committing sink makes a group's declarations one
+transaction, and results ready together another.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -31,11 +38,14 @@ from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .pipeline import CallPipeline, describe_exception
+from .sink_hooks import RecordingApproval, SinkHooks
 
 if TYPE_CHECKING:
     from .registry import SealedToolCatalogView, ToolRegistry, _ToolEntry
 
 __all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration"]
+
+logger = logging.getLogger("tether_clr")
 
 
 class ToolCallSink(Protocol):
@@ -44,6 +54,11 @@ class ToolCallSink(Protocol):
     While either method is awaited, :func:`current_declaration` names the call
     it is about, so a sink can pair each outcome with its own declaration even
     when a provider reuses call ids (``call_0``, ``call_1``...) in every step.
+
+    Optional hooks, called when the sink has them (sinks without them keep
+    working): ``batch_started(calls)``, ``approval_asked(execution, reason)``,
+    ``approval_decided(execution, result)``, ``flush()``, ``batch_finished()``;
+    see :mod:`tether_clr.sink_hooks`.
     """
 
     async def call_declared(self, call: ToolCall) -> None: ...
@@ -146,7 +161,12 @@ class BatchRun:
         self._calls = calls
         self._view = view
         self._sink = sink
-        self._pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
+        self._hooks = SinkHooks.of(sink)
+        approval = registry.approval
+        if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
+            approval = RecordingApproval(approval, self._hooks, self._told_approval, self._abort)
+        self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
+        self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
         self._pool = anyio.Semaphore(max_parallelism)
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
         self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
@@ -176,14 +196,45 @@ class BatchRun:
         return groups
 
     async def run(self) -> list[ToolExecutionOutcome]:
+        hooks = self._hooks
+        if hooks is not None:
+            await hooks.batch_started(self._calls)  # raises SinkError before anything ran
         try:
             for group in self._groups():
                 await self._run_group(group)
                 if self._fault is not None:
                     raise self._fault
+            if hooks is not None:
+                with anyio.CancelScope(shield=True):
+                    await hooks.batch_finished()
+                hooks = None
             return list(self._delivered)
         finally:
             self._source.close()
+            if hooks is not None:  # the batch is raising: tell the sink, without hiding why
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await hooks.batch_finished()
+                    except SinkError:
+                        logger.warning("sink failed to record the end of an aborted batch", exc_info=True)
+
+    async def _told_approval(self, hook: Callable[..., Awaitable[None]], execution: ToolExecution, value: object) -> None:
+        token = _DECLARATION.set(self._authorizing)
+        try:
+            await hook(execution, value)
+        finally:
+            _DECLARATION.reset(token)
+
+    async def _flush(self) -> bool:
+        """A durability point; False when the sink failed (the batch is aborting)."""
+        if self._hooks is None or not self._hooks.flushes:
+            return True
+        try:
+            await self._hooks.flush()
+        except SinkError as fault:
+            self._abort(fault)
+            return False
+        return True
 
     def _abort(self, fault: BatchAbortedError) -> None:
         if self._fault is None:
@@ -196,17 +247,29 @@ class BatchRun:
     async def _run_group(self, slots: list[_Slot]) -> None:
         if len(slots) == 1:  # nothing can overlap: run the stages inline, no tasks to spawn
             slot = slots[0]
-            target = await self._admit(slot)
+            begun = await self._declare(slot)
+            target = None if begun is None else await self._authorize(slot, *begun)
             if target is not None:
-                await self._dispatch(slot, *target)
+                if await self._flush():
+                    await self._dispatch(slot, *target)
+                else:
+                    slot.finish(_not_dispatched(target[0], self._token))
             await self._deliver(slots)
             return
+        # Every call of the group is declared before any is authorized: one durability point for all.
+        declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]] = []
+        for slot in slots:
+            begun = await self._declare(slot)
+            if begun is None:
+                break
+            declared.append((slot, begun))
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._deliver, slots)
-            for slot in slots:
+            flushed = False
+            for slot, begun in declared:
                 if self._fault is not None:
                     break
-                target = await self._admit(slot)
+                target = await self._authorize(slot, *begun)
                 if target is None:
                     continue
                 # Taking the pool slot here, in model order, makes bodies start in model order.
@@ -214,15 +277,19 @@ class BatchRun:
                 with cancel_scope_for(self._token):
                     await self._pool.acquire()
                     acquired = True
+                if acquired and not flushed:
+                    flushed = True
+                    if not await self._flush():
+                        self._pool.release()
+                        acquired = False
                 if acquired:
                     tg.start_soon(self._dispatch_pooled, slot, *target)
                 else:
                     slot.finish(_not_dispatched(target[0], self._token))
 
-    async def _admit(self, slot: _Slot) -> tuple[ToolExecution, _ToolEntry] | None:
-        """Declare and authorize one call, in model order; returns what to dispatch, if anything."""
-        token = self._token
-        declared, execution, entry, early = self._pipeline.begin(slot.call, token)
+    async def _declare(self, slot: _Slot) -> tuple[_ToolEntry | None, ToolExecutionOutcome | None] | None:
+        """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
+        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token)
         slot.execution = execution
         if self._sink is not None:
             try:
@@ -230,6 +297,15 @@ class BatchRun:
             except Exception as exc:
                 self._abort(SinkError(f"sink failed to record call {declared.call_id!r}: {describe_exception(exc)}"))
                 return None
+        return entry, early
+
+    async def _authorize(
+        self, slot: _Slot, entry: _ToolEntry | None, early: ToolExecutionOutcome | None
+    ) -> tuple[ToolExecution, _ToolEntry] | None:
+        """Authorize one declared call, in model order; returns what to dispatch, if anything."""
+        token = self._token
+        execution = slot.execution
+        assert execution is not None
         if token.is_cancelled:
             slot.finish(_not_dispatched(execution, token))
             return None
@@ -237,6 +313,7 @@ class BatchRun:
             slot.finish(early)
             return None
         assert entry is not None
+        self._authorizing = slot.declaration
         refusal = await self._pipeline.authorize(execution, entry)
         if refusal is not None:
             slot.finish(refusal)
@@ -269,7 +346,11 @@ class BatchRun:
             if self._fault is not None:  # the admit loop failed before this task first ran
                 return
             for slot in slots:
-                await slot.done.wait()
+                if not slot.done.is_set():
+                    # About to wait for a body still running: results ready so far become durable together.
+                    if not await self._flush():
+                        return
+                    await slot.done.wait()
                 execution, outcome = slot.execution, slot.outcome
                 assert execution is not None and outcome is not None
                 if slot.dispatched:
