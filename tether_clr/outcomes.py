@@ -19,6 +19,7 @@ from .cancellation import CancellationToken
 from .schema import canonical_json, to_json_text
 
 if TYPE_CHECKING:
+    from .context import RequestContext
     from .scope import AgentPipelineScope
 
 __all__ = [
@@ -47,8 +48,16 @@ class ToolFailureCodes(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ToolFailure:
+    """A failure: one of the eight stable ``code``s, a human ``message``, and an optional ``reason``.
+
+    ``reason`` is a machine-readable refinement of the code (``scope_revoked``,
+    ``result_too_large``, ...; see ``CATALOG_FAILURE_REASONS``); ``None`` when
+    the code says it all. The codes stay the vocabulary; a reason never replaces one.
+    """
+
     code: ToolFailureCodes
     message: str
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +118,10 @@ class ToolExecution:
     """One call after resolution: what every pre/guard/post/policy stage sees.
 
     ``arguments`` returns a new copy on each read: the parsed object, or, when the
-    raw text did not parse, that raw text as a JSON string.
+    raw text did not parse, that raw text as a JSON string. ``context`` is the
+    host's :class:`~tether_clr.RequestContext` of the snapshot the call runs
+    against (a ``ToolAssembly``), ``None`` for a plain ``seal()`` view; every
+    stage reaches it here, never through model arguments.
     """
 
     call_id: str
@@ -120,6 +132,7 @@ class ToolExecution:
     owner: Any = None
     parent_call_id: str | None = None
     invocation_context: Any = None
+    context: RequestContext | None = None
 
     @classmethod
     def create(
@@ -132,6 +145,7 @@ class ToolExecution:
         cancellation: CancellationToken | None = None,
         parent_call_id: str | None = None,
         invocation_context: Any = None,
+        context: RequestContext | None = None,
     ) -> ToolExecution:
         return cls(
             call_id=call_id,
@@ -142,6 +156,7 @@ class ToolExecution:
             owner=None if scope is None else scope.owner,
             parent_call_id=parent_call_id,
             invocation_context=invocation_context,
+            context=context,
         )
 
     @property
@@ -203,9 +218,11 @@ class ToolExecutionOutcome:
         return cls(call_id, name, to_json_text(value))
 
     @classmethod
-    def failed(cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str) -> ToolExecutionOutcome:
+    def failed(
+        cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str, reason: str | None = None
+    ) -> ToolExecutionOutcome:
         code = ToolFailureCodes(code)
-        return cls(call_id, name, canonical_json({"message": message}), ToolFailure(code, message))
+        return cls(call_id, name, canonical_json({"message": message}), ToolFailure(code, message, reason))
 
     @property
     def value(self) -> Any:
@@ -218,6 +235,11 @@ class ToolExecutionOutcome:
     @property
     def code(self) -> ToolFailureCodes | None:
         return None if self.failure is None else self.failure.code
+
+    @property
+    def reason(self) -> str | None:
+        """The failure's machine-readable refinement, if any (``None`` on success)."""
+        return None if self.failure is None else self.failure.reason
 
     def to_function_result(self) -> FunctionResultContent:
         exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"

@@ -69,10 +69,22 @@ CREATE TABLE IF NOT EXISTS tool_outcomes (
     value TEXT NOT NULL,
     failure_code TEXT,
     failure_message TEXT,
-    recorded_at TEXT NOT NULL
+    recorded_at TEXT NOT NULL,
+    failure_reason TEXT
 );
 CREATE INDEX IF NOT EXISTS tool_outcomes_call_id ON tool_outcomes(call_id);
 """
+
+
+# Columns added after the first release; a log created before them gets them on open.
+_LATER_COLUMNS: tuple[tuple[str, str, str], ...] = (("tool_outcomes", "failure_reason", "TEXT"),)
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    for table, column, kind in _LATER_COLUMNS:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def _now() -> str:
@@ -81,6 +93,10 @@ def _now() -> str:
 
 class SqliteToolLog:
     """A durable sink on SQLite (WAL, synchronous=FULL: a returned write survives a crash).
+
+    Each outcome row keeps the failure code, message and ``failure_reason``
+    (the machine-readable refinement, e.g. ``scope_revoked``); a log file made
+    before that column existed gains it when opened.
 
     Writes run in a worker thread so the event loop keeps serving overlapping
     bodies while SQLite syncs to disk.
@@ -93,6 +109,7 @@ class SqliteToolLog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        _add_missing_columns(self._db)
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
         with self._lock:
@@ -109,13 +126,15 @@ class SqliteToolLog:
         failure = outcome.failure
         await anyio.to_thread.run_sync(
             self._write,
-            "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, failure_reason, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 outcome.call_id,
                 outcome.name,
                 outcome.value_json,
                 None if failure is None else str(failure.code),
                 None if failure is None else failure.message,
+                None if failure is None else failure.reason,
                 _now(),
             ),
         )
@@ -129,10 +148,14 @@ class SqliteToolLog:
         return [LoggedCall(*row) for row in rows]
 
     def outcomes(self) -> list[ToolExecutionOutcome]:
-        rows = self._rows("SELECT call_id, name, value, failure_code, failure_message FROM tool_outcomes ORDER BY seq")
+        rows = self._rows(
+            "SELECT call_id, name, value, failure_code, failure_message, failure_reason FROM tool_outcomes ORDER BY seq"
+        )
         return [
-            ToolExecutionOutcome(call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message))
-            for call_id, name, value, code, message in rows
+            ToolExecutionOutcome(
+                call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message, reason)
+            )
+            for call_id, name, value, code, message, reason in rows
         ]
 
     def pending_calls(self) -> list[LoggedCall]:
