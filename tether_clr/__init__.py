@@ -5,7 +5,7 @@ A model only proposes calls; :meth:`ToolRegistry.execute_batch` decides, runs an
 records them. See README.md for the tour.
 """
 
-from .batch import ToolCallSink
+from .batch import ToolCallSink  # importing the executor installs it behind ToolRegistry.execute_batch
 from .canonical import schema_hash
 from .catalog.assembly import (
     CatalogSelection,
@@ -61,14 +61,15 @@ from .outcomes import (
     ToolFailure,
     ToolFailureCodes,
 )
+from .catalog.authority import AuthorityUnavailableError
 from .registry import (
     ApprovalProvider,
     Registration,
-    SealedToolCatalogView,
     ToolRegistrationOptions,
     ToolRegistry,
     ToolsChangedEvent,
 )
+from .views import SealedToolCatalogView, ToolAssembly
 from .schema import ToolSchemaSnapshot, canonical_json
 from .scope import AgentPipelineScope
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
@@ -85,6 +86,7 @@ __all__ = [
     "AgentPipelineScope",
     "ApprovalProvider",
     "ApprovalResult",
+    "AuthorityUnavailableError",
     "BatchAbortedError",
     "CancellationSource",
     "CancellationToken",
@@ -115,6 +117,7 @@ __all__ = [
     "TetherError",
     "Tool",
     "ToolArgumentError",
+    "ToolAssembly",
     "ToolAuditRecord",
     "ToolBinding",
     "ToolError",

@@ -13,12 +13,16 @@ EXCLUSIVE call (a barrier). Inside a group:
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
+
+Floor 4 (execution): it imports the catalog (registry, views), never the
+reverse. :meth:`ToolRegistry.execute_batch` is the public entry; it hands off
+to :func:`execute_batch` here, which this module installs into the registry
+module when it is imported (:func:`~tether_clr.registry.install_batch_executor`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -28,19 +32,11 @@ from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .pipeline import CallPipeline, describe_exception
+from .registry import ToolRegistry, install_batch_executor
+from .sink_protocol import ToolCallSink
+from .views import SealedToolCatalogView, _ToolEntry
 
-if TYPE_CHECKING:
-    from .registry import SealedToolCatalogView, ToolRegistry, _ToolEntry
-
-__all__ = ["BatchRun", "ToolCallSink"]
-
-
-class ToolCallSink(Protocol):
-    """Where a batch records what happened, durably, in model order."""
-
-    async def call_declared(self, call: ToolCall) -> None: ...
-
-    async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None: ...
+__all__ = ["BatchRun", "ToolCallSink", "execute_batch"]
 
 
 @dataclass(eq=False)
@@ -233,3 +229,18 @@ def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolE
     reason = token.reason or "cancellation requested"
     return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")
 
+
+
+async def execute_batch(
+    registry: ToolRegistry,
+    calls: list[ToolCall],
+    view: SealedToolCatalogView,
+    max_parallelism: int,
+    sink: ToolCallSink | None,
+    cancellation: CancellationToken | None,
+) -> list[ToolExecutionOutcome]:
+    """The executor behind :meth:`ToolRegistry.execute_batch`."""
+    return await BatchRun(registry, calls, view, max_parallelism, sink, cancellation).run()
+
+
+install_batch_executor(execute_batch)

@@ -21,12 +21,8 @@ from .outcomes import ToolFailureCodes as Codes
 from .schema import InvalidArgumentsJson, canonical_json, parse_arguments
 
 if TYPE_CHECKING:
-    from .registry import (
-        ApprovalProvider,
-        ListenerSnapshot,
-        SealedToolCatalogView,
-        _ToolEntry,
-    )
+    from .registry import ApprovalProvider, ListenerSnapshot
+    from .views import SealedToolCatalogView, _ToolEntry
 
 __all__ = ["CallPipeline", "describe_exception"]
 

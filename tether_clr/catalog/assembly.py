@@ -319,14 +319,17 @@ def _best_pin(group: Sequence[ToolCandidate], request: AssemblyRequest) -> ToolP
 
 
 def choose_versions(
-    candidates: Iterable[ToolCandidate], request: AssemblyRequest
+    candidates: Iterable[ToolCandidate], request: AssemblyRequest | None = None
 ) -> tuple[list[ToolCandidate], list[_Excluded]]:
-    """One version per model name: the best matching pin if callable, else the highest ACTIVE."""
+    """One version per model name: the best matching pin if callable, else the highest ACTIVE.
+
+    Without a ``request`` (a plain ``seal()``: no context) no pin applies.
+    """
     kept: list[ToolCandidate] = []
     excluded: list[_Excluded] = []
     for group in _by_model_name(candidates).values():
         chosen: ToolCandidate | None = None
-        pin = _best_pin(group, request) if request.pins else None
+        pin = _best_pin(group, request) if request is not None and request.pins else None
         if pin is not None:
             chosen = next(
                 (
