@@ -161,6 +161,10 @@ class SealedToolCatalogView:
         """The binding a call to ``entry`` runs under; ``None`` on a plain view."""
         return None
 
+    async def current_scopes(self) -> frozenset[str]:
+        """A plain view has no principal: no scopes."""
+        return frozenset()
+
     # ------------------------------------------------------ at execution
     def live_refusal(self, entry: _ToolEntry, scopes: frozenset[str] | None = None) -> ReauthorizationReason | None:
         """Why ``entry`` may not run now, or ``None``.
@@ -254,6 +258,10 @@ class ToolAssembly(SealedToolCatalogView):
 
     def binding_of(self, entry: _ToolEntry) -> ToolBinding:
         return entry.candidate.binding
+
+    async def current_scopes(self) -> frozenset[str]:
+        """The principal's scopes now, from the registry's authority (``AuthorityUnavailableError`` if it fails)."""
+        return await self._registry.current_scopes(self._selection.context)
 
     def live_refusal(self, entry: _ToolEntry, scopes: frozenset[str] | None = None) -> ReauthorizationReason | None:
         """Re-authorize a bound call against the live registry, with the principal's scopes now.
