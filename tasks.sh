@@ -66,6 +66,7 @@ case "$cmd" in
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.demo "$@" ;;
   test)  setup; cd "$ROOT"; exec "$PY" -m pytest "$@" ;;
   bench) setup; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
+         "$PY" benchmarks/catalog.py --write-readme "$@"
          if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi ;;
   *) sed -n '2,12p' "$0"; exit 2 ;;
 esac

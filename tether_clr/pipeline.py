@@ -217,12 +217,16 @@ class CallPipeline:
         else:
             token = execution.cancellation
             scopes: frozenset[str] | None = None
-            with cancel_scope_for(token):
-                try:
-                    scopes = await view.current_scopes()
-                except AuthorityUnavailableError as exc:
-                    logger.warning("scope authority failed for call %r: %s", execution.call_id, exc)
-                    return _fail(execution, Codes.UNAVAILABLE, str(exc), "authority_unavailable")
+            try:
+                found = view.scopes_now()
+                if isinstance(found, frozenset):  # no authority, or a synchronous one: no await
+                    scopes = found
+                else:
+                    with cancel_scope_for(token):
+                        scopes = await found
+            except AuthorityUnavailableError as exc:
+                logger.warning("scope authority failed for call %r: %s", execution.call_id, exc)
+                return _fail(execution, Codes.UNAVAILABLE, str(exc), "authority_unavailable")
             if scopes is None or token.is_cancelled:
                 return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while re-authorizing")
             reason = view.live_refusal(entry, scopes)

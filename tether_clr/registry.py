@@ -34,7 +34,7 @@ from .catalog.assembly import (
     resolve_aliases,
     shadow,
 )
-from .catalog.authority import Authority, assembly_scopes, current_scopes
+from .catalog.authority import Authority, assembly_scopes
 from .catalog.lifecycle import StatusTransition, ToolStatus, status_transition
 from .catalog.metadata import CapabilityQuery, ToolMetadata
 from .catalog.records import DiscoveryResult, ToolPin
@@ -222,6 +222,9 @@ class ToolRegistry:
     def __init__(self, *, invariant_policy: bool = True) -> None:
         self._lock = threading.RLock()
         self._layers: dict[AgentPipelineScope | None, dict[tuple[str, str], _Record]] = {}
+        # Index: logical name -> its registrations in every layer (lifecycle calls and the
+        # compatibility check look a name up instead of scanning the catalog).
+        self._by_logical_name: dict[str, list[_Record]] = {}
         self._pins: dict[tuple[str, str | None, str | None], ToolPin] = {}
         self._deny_rules: tuple[DenyRule, ...] = ()
         self._authority: Authority | None = None
@@ -283,9 +286,11 @@ class ToolRegistry:
                 raise DuplicateToolError(
                     f"a tool named {entry.name!r} is already registered {where} in version {candidate.version}"
                 )
-            _check_compatible(layer.values(), candidate)
+            versions = self._by_logical_name.get(candidate.logical_name, [])
+            _check_compatible([r for r in versions if r.current.scope is scope], candidate)
             self._layers[scope] = layer
             layer[key] = record
+            self._by_logical_name[candidate.logical_name] = [*versions, record]
             revision = self._bump()
 
         def dispose() -> None:
@@ -296,6 +301,11 @@ class ToolRegistry:
                 del current[key]
                 if not current:
                     del self._layers[scope]
+                remaining = [r for r in self._by_logical_name[candidate.logical_name] if r is not record]
+                if remaining:
+                    self._by_logical_name[candidate.logical_name] = remaining
+                else:
+                    del self._by_logical_name[candidate.logical_name]
                 record.alive = False
                 revision = self._bump()
             self._emit(ToolsChangedEvent(scope, entry.name, "removed", revision=revision))
@@ -317,12 +327,7 @@ class ToolRegistry:
 
     def _records_of(self, logical_name: str, version: str) -> list[_Record]:
         """Every registration of (logical name, version), in any layer; ``LookupError`` if none. Lock held."""
-        found = [
-            record
-            for layer in self._layers.values()
-            for record in layer.values()
-            if record.current.candidate.logical_name == logical_name and record.current.candidate.version == version
-        ]
+        found = [r for r in self._by_logical_name.get(logical_name, ()) if r.current.candidate.version == version]
         if not found:
             raise LookupError(f"no tool {logical_name!r} is registered in version {version!r}")
         return found
@@ -502,10 +507,6 @@ class ToolRegistry:
             revision = self._bump(policy=True)
         self._emit(ToolsChangedEvent(None, "", "authority", revision=revision))
 
-    async def current_scopes(self, context: RequestContext) -> frozenset[str]:
-        """The principal's scopes now; raises ``AuthorityUnavailableError`` when the authority fails."""
-        return await current_scopes(self._authority, context)
-
     def classify(self, call: ToolCall, view: SealedToolCatalogView) -> ToolExecutionMode:
         """PARALLEL only on an exact ``True`` from the visible tool's predicate."""
         entry = view.resolve(call.name)
@@ -653,14 +654,12 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
     return _ToolEntry(tool, scope, validator, name, description, concurrency, candidate, record, options.allow_identity_parameters)
 
 
-def _check_compatible(layer: Iterable[_Record], candidate: ToolCandidate) -> None:
-    """Refuse a version whose schema breaks the highest registered one of the same logical name and major version."""
-    same_major = [
-        record.current.candidate
-        for record in layer
-        if record.current.candidate.logical_name == candidate.logical_name
-        and record.current.candidate.semver.major == candidate.semver.major
-    ]
+def _check_compatible(versions: Iterable[_Record], candidate: ToolCandidate) -> None:
+    """Refuse a version whose schema breaks the highest registered one of the same major version.
+
+    ``versions`` are the registrations of the same logical name in the same layer.
+    """
+    same_major = [r.current.candidate for r in versions if r.current.candidate.semver.major == candidate.semver.major]
     if not same_major:
         return
     highest = max(same_major, key=lambda c: c.semver)

@@ -17,13 +17,14 @@ Floor 3 (the catalog): views decide what is visible and callable; they run nothi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .canonical import ordinal_key
 from .catalog.assembly import CatalogSelection, ToolCandidate, reauthorize
+from .catalog.authority import scopes_now
 from .catalog.lifecycle import ToolStatus
 from .catalog.records import DiscoveryResult, Omission, ReauthorizationReason, ToolBinding
 from .context import RequestContext
@@ -161,7 +162,7 @@ class SealedToolCatalogView:
         """The binding a call to ``entry`` runs under; ``None`` on a plain view."""
         return None
 
-    async def current_scopes(self) -> frozenset[str]:
+    def scopes_now(self) -> frozenset[str] | Awaitable[frozenset[str]]:
         """A plain view has no principal: no scopes."""
         return frozenset()
 
@@ -259,9 +260,10 @@ class ToolAssembly(SealedToolCatalogView):
     def binding_of(self, entry: _ToolEntry) -> ToolBinding:
         return entry.candidate.binding
 
-    async def current_scopes(self) -> frozenset[str]:
-        """The principal's scopes now, from the registry's authority (``AuthorityUnavailableError`` if it fails)."""
-        return await self._registry.current_scopes(self._selection.context)
+    def scopes_now(self) -> frozenset[str] | Awaitable[frozenset[str]]:
+        """The principal's scopes now, from the registry's authority: a set, or an awaitable of one
+        for an asynchronous authority (``AuthorityUnavailableError`` if it fails)."""
+        return scopes_now(self._registry.authority, self._selection.context)
 
     def live_refusal(self, entry: _ToolEntry, scopes: frozenset[str] | None = None) -> ReauthorizationReason | None:
         """Re-authorize a bound call against the live registry, with the principal's scopes now.

@@ -23,7 +23,7 @@ from typing import Any
 from ..context import RequestContext
 from ..errors import TetherError
 
-__all__ = ["Authority", "AuthorityUnavailableError", "assembly_scopes", "current_scopes"]
+__all__ = ["Authority", "AuthorityUnavailableError", "assembly_scopes", "scopes_now"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -48,17 +48,30 @@ def _raised(exc: Exception) -> AuthorityUnavailableError:
     return AuthorityUnavailableError(f"the scope authority raised {type(exc).__name__}" + (f": {text}" if text else ""))
 
 
-async def current_scopes(authority: Authority | None, context: RequestContext) -> frozenset[str]:
-    """The principal's scopes now (awaiting an async authority); raises :class:`AuthorityUnavailableError`."""
+def scopes_now(authority: Authority | None, context: RequestContext) -> frozenset[str] | Awaitable[frozenset[str]]:
+    """The principal's scopes now: a set at once (no authority, or a synchronous one), else an awaitable.
+
+    Answering synchronously when it can keeps the per-call check cheap: only
+    an asynchronous authority costs an await (and the cancel scope around
+    it). Raises (or the awaitable raises) :class:`AuthorityUnavailableError`.
+    """
     if authority is None:
         return context.scopes
     try:
         answer = authority(context)
-        if inspect.isawaitable(answer):
-            answer = await answer
     except Exception as exc:
         raise _raised(exc) from exc
+    if inspect.isawaitable(answer):
+        return _awaited(answer)
     return _scopes(answer)
+
+
+async def _awaited(answer: Awaitable[Any]) -> frozenset[str]:
+    try:
+        found = await answer
+    except Exception as exc:
+        raise _raised(exc) from exc
+    return _scopes(found)
 
 
 def assembly_scopes(authority: Authority | None, context: RequestContext) -> frozenset[str]:
