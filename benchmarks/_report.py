@@ -43,6 +43,51 @@ async def speedup_rows(registry: Any, calls: list[Any], parallelisms: tuple[int,
     return rows
 
 
+class Timer:
+    """Best-of-rounds microseconds per call, on the wall clock and in process CPU time.
+
+    Each round is calibrated to last at least ``min_round_s``; the iteration count
+    is found once (growing from a warm-up) and then kept, so repeated
+    measurements of the same path (several runs, for a median) time the same
+    amount of work. The minimum over rounds is the least noisy estimate of cost.
+    CPU time (``time.process_time``: every thread of the process) does not count
+    the time the process waits for a core, so it stays meaningful on a machine
+    shared with other work; wall time also counts waits a call really has (a
+    .NET body on the thread pool, a pipe wake-up).
+    """
+
+    def __init__(self, fn: Callable[[], Awaitable[object]], calls_per_invocation: int, min_round_s: float) -> None:
+        self._fn = fn
+        self._calls = calls_per_invocation
+        self._min_round_s = min_round_s
+        self._iterations = 0
+
+    async def _time(self, iterations: int) -> tuple[float, float]:
+        fn = self._fn
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(iterations):
+            await fn()
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    async def _calibrate(self) -> None:
+        iterations = 1
+        while True:
+            elapsed, _ = await self._time(iterations)
+            if elapsed >= self._min_round_s:
+                self._iterations = iterations
+                return
+            per_iteration = max(elapsed / iterations, 1e-9)
+            iterations = min(iterations * 100, max(iterations * 2, int(self._min_round_s * 1.1 / per_iteration) + 1))
+
+    async def best_us(self, rounds: int) -> tuple[float, float]:
+        """(wall, CPU) microseconds per call, each the best of ``rounds``."""
+        if not self._iterations:
+            await self._calibrate()
+        timings = [await self._time(self._iterations) for _ in range(rounds)]
+        scale = 1e6 / (self._iterations * self._calls)
+        return min(w for w, _ in timings) * scale, min(c for _, c in timings) * scale
+
+
 def table(headers: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

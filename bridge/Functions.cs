@@ -79,36 +79,67 @@ namespace Tether.Bridge
     public sealed class AIFunctionHandle
     {
         public const string AIFunctionTypeName = "Microsoft.Extensions.AI.AIFunction";
+        public const string ApprovalRequiredTypeName = "Microsoft.Extensions.AI.ApprovalRequiredAIFunction";
 
         readonly object _function;
         readonly Type _base;
         readonly ConstructorInfo _argumentsCtor;
+        readonly PropertyInfo _servicesProperty;
+        readonly PropertyInfo _contextProperty;
         readonly MethodInfo _invoke;
         readonly Func<string, object> _toJsonElement;
         readonly Func<object, string> _serialize;
+        readonly HashSet<string> _declared;
+        readonly bool _openNames;
+        readonly object _services;
+        readonly IDictionary _context;
+        readonly string _missingServices;
 
-        public AIFunctionHandle(object function, bool isConcurrencySafe)
+        public AIFunctionHandle(object function, bool isConcurrencySafe) : this(function, isConcurrencySafe, null, null) { }
+
+        // services: an IServiceProvider handed to every call as AIFunctionArguments.Services;
+        // context: copied into a fresh AIFunctionArguments.Context for every call. This is what
+        // Microsoft.Extensions.AI's FunctionInvokingChatClient passes (its FunctionInvocationServices).
+        public AIFunctionHandle(object function, bool isConcurrencySafe, object services, IDictionary context)
         {
             if (function == null) throw new ArgumentNullException("function");
             _base = Discovery.FindBase(function.GetType(), AIFunctionTypeName);
             if (_base == null) throw new ArgumentException(function.GetType().FullName + " is not a " + AIFunctionTypeName);
+            if (services != null && !(services is IServiceProvider))
+                throw new ArgumentException(services.GetType().FullName + " is not a System.IServiceProvider", "services");
             _function = function;
+            _services = services;
+            _context = context;
             var assembly = _base.Assembly;
             var argumentsType = assembly.GetType("Microsoft.Extensions.AI.AIFunctionArguments");
             if (argumentsType == null)
                 throw new NotSupportedException("this Microsoft.Extensions.AI version has no AIFunctionArguments (need 9.5 or newer)");
             _argumentsCtor = argumentsType.GetConstructor(new[] { typeof(IDictionary<string, object>) });
+            _servicesProperty = argumentsType.GetProperty("Services");
+            _contextProperty = argumentsType.GetProperty("Context");
             _invoke = _base.GetMethod("InvokeAsync", new[] { argumentsType, typeof(CancellationToken) });
             if (_argumentsCtor == null || _invoke == null)
                 throw new NotSupportedException("unsupported Microsoft.Extensions.AI API: AIFunction.InvokeAsync(AIFunctionArguments, CancellationToken) not found");
+            if ((services != null && _servicesProperty == null) || (context != null && _contextProperty == null))
+                throw new NotSupportedException("this Microsoft.Extensions.AI version has no AIFunctionArguments.Services / Context");
             Name = (string)Property("Name");
             Description = (string)Property("Description") ?? "";
             var schema = Property("JsonSchema");
             JsonSchema = schema == null ? "{\"type\":\"object\",\"properties\":{}}" : Json.Write(schema);
+            _declared = DeclaredNames(JsonSchema, out _openNames);
             var elementType = _base.GetProperty("JsonSchema").PropertyType;
             _toJsonElement = Records.JsonElementFactory(elementType);
             _serialize = Serializer(_base.Assembly);
-            IsConcurrencySafe = isConcurrencySafe || Discovery.HasAttributeNamed(function.GetType(), "ConcurrencySafeAttribute");
+            UnderlyingMethod = Property("UnderlyingMethod") as MethodInfo;
+            RequiresApproval = IsApprovalRequired(function, assembly);
+            IsConcurrencySafe = isConcurrencySafe || Discovery.HasAttributeNamed(function.GetType(), "ConcurrencySafeAttribute")
+                || Discovery.HasAttributeNamed(UnderlyingMethod, "ConcurrencySafeAttribute")
+                || (UnderlyingMethod != null && Discovery.HasAttributeNamed(UnderlyingMethod.DeclaringType, "ConcurrencySafeAttribute"));
+            if (services == null && UnderlyingMethod != null)
+                foreach (var parameter in UnderlyingMethod.GetParameters())
+                    if (parameter.ParameterType == typeof(IServiceProvider) && !parameter.HasDefaultValue)
+                        _missingServices = Name + " needs an IServiceProvider for its '" + parameter.Name
+                            + "' parameter and the host gave none (wrap_aifunction / discover_functions services=)";
         }
 
         public object Function { get { return _function; } }
@@ -116,11 +147,40 @@ namespace Tether.Bridge
         public string Description { get; private set; }
         public string JsonSchema { get; private set; }
         public bool IsConcurrencySafe { get; private set; }
+        public bool RequiresApproval { get; private set; }
+        public MethodInfo UnderlyingMethod { get; private set; }
 
         object Property(string name)
         {
             var property = _base.GetProperty(name);
             return property == null ? null : property.GetValue(_function, null);
+        }
+
+        // An ApprovalRequiredAIFunction anywhere in the chain of delegating wrappers, asked the way
+        // FunctionInvokingChatClient asks: GetService(typeof(ApprovalRequiredAIFunction)).
+        static bool IsApprovalRequired(object function, Assembly abstractions)
+        {
+            if (Discovery.FindBase(function.GetType(), ApprovalRequiredTypeName) != null) return true;
+            var marker = abstractions.GetType(ApprovalRequiredTypeName);
+            if (marker == null) return false;
+            var getService = function.GetType().GetMethod("GetService", new[] { typeof(Type), typeof(object) });
+            return getService != null && getService.Invoke(function, new object[] { marker, null }) != null;
+        }
+
+        // The argument names a schema lists. Names beyond "properties" are allowed only when the
+        // schema says so itself (additionalProperties other than false, or patternProperties).
+        static HashSet<string> DeclaredNames(string schemaJson, out bool open)
+        {
+            var names = new HashSet<string>(StringComparer.Ordinal);
+            var schema = Json.Parse(schemaJson) as Dictionary<string, object>;
+            open = false;
+            if (schema == null) return names;
+            object properties, additional;
+            var listed = schema.TryGetValue("properties", out properties) ? properties as Dictionary<string, object> : null;
+            if (listed != null) foreach (var key in listed.Keys) names.Add(key);
+            open = schema.ContainsKey("patternProperties")
+                || (schema.TryGetValue("additionalProperties", out additional) && !(additional is bool && !(bool)additional));
+            return names;
         }
 
         public Task<string> InvokeAsync(string argumentsJson, CancellationToken token)
@@ -129,17 +189,56 @@ namespace Tether.Bridge
             try { parsed = Json.Parse(string.IsNullOrWhiteSpace(argumentsJson) ? "{}" : argumentsJson) as Dictionary<string, object>; }
             catch (FormatException error) { return Completion.Faulted(new ArgumentBindingException(error.Message)); }
             if (parsed == null) return Completion.Faulted(new ArgumentBindingException("arguments must be a JSON object"));
+            if (!_openNames)
+                foreach (var key in parsed.Keys)
+                    if (!_declared.Contains(key)) return Completion.Faulted(new ArgumentBindingException(key + ": unexpected argument"));
+            if (_missingServices != null) return Completion.Faulted(new InvalidOperationException(_missingServices));
             IDictionary<string, object> values = new Dictionary<string, object>(StringComparer.Ordinal);
             foreach (var entry in parsed)
                 values[entry.Key] = _toJsonElement != null ? _toJsonElement(Json.Write(entry.Value)) : entry.Value;
             return Task.Run(() =>
             {
                 var arguments = _argumentsCtor.Invoke(new object[] { values });
+                if (_services != null) _servicesProperty.SetValue(arguments, _services, null);
+                if (_context != null)
+                {
+                    var context = new Dictionary<object, object>();
+                    foreach (DictionaryEntry entry in _context) context[entry.Key] = entry.Value;
+                    _contextProperty.SetValue(arguments, context, null);
+                }
                 var pending = _invoke.Invoke(_function, new[] { arguments, (object)token });
                 // ValueTask<object?> -> Task<object?>; the type comes from whichever assembly MEAI was built against.
                 var asTask = (Task)pending.GetType().GetMethod("AsTask", Type.EmptyTypes).Invoke(pending, null);
                 return Completion.ToJson(asTask, typeof(Task<object>), _serialize);
             }, token);
+        }
+
+        // Did a failure happen while binding arguments, before the function's body ran? Decided by
+        // the stage, not the exception type: the bridge's own checks, or a frame of
+        // AIFunctionFactory's parameter marshalling (MEAI converts each argument before it calls
+        // the method, and serializes the result after it returned: a failure there is the tool's).
+        public static bool FailedWhileBinding(Exception error)
+        {
+            var inner = TaskBridge.Unwrap(error);
+            if (inner is ArgumentBindingException) return true;
+            var frames = new System.Diagnostics.StackTrace(inner, false).GetFrames();
+            if (frames == null) return false;
+            foreach (var frame in frames)
+            {
+                var method = frame.GetMethod();
+                if (method == null) continue;
+                var type = method.DeclaringType;
+                var typeName = type == null ? "" : type.FullName ?? "";
+                if (method.Name.StartsWith("<GetParameterMarshaller>", StringComparison.Ordinal)
+                    && typeName.StartsWith("Microsoft.Extensions.AI.", StringComparison.Ordinal))
+                    return true;
+            }
+            return false;
+        }
+
+        public bool Wraps(MethodInfo method)
+        {
+            return Discovery.SameMethod(UnderlyingMethod, method);
         }
 
         // AIJsonUtilities.DefaultOptions + JsonSerializer.Serialize, when the package provides them.
@@ -180,7 +279,8 @@ namespace Tether.Bridge
                 return Task.FromResult(hasValue ? Serialize(returned, serializer) : "null");
             return task.ContinueWith(done =>
             {
-                if (done.IsFaulted) throw TaskBridge.Unwrap(done.Exception);
+                // Rethrown with its original stack: FailedWhileBinding reads where it was thrown.
+                if (done.IsFaulted) System.Runtime.ExceptionServices.ExceptionDispatchInfo.Capture(TaskBridge.Unwrap(done.Exception)).Throw();
                 if (done.IsCanceled) throw new OperationCanceledException("the .NET task was cancelled");
                 return hasValue ? Serialize(done.GetType().GetProperty("Result").GetValue(done, null), serializer) : "null";
             }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
@@ -217,6 +317,11 @@ namespace Tether.Bridge
             for (var current = type; current != null; current = current.BaseType)
                 if (current.FullName == fullName) return current;
             return null;
+        }
+
+        public static bool SameMethod(MethodInfo a, MethodInfo b)
+        {
+            return a != null && b != null && a.Module.Equals(b.Module) && a.MetadataToken == b.MetadataToken;
         }
 
         public static bool HasAttributeNamed(MemberInfo member, string name)

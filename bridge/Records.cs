@@ -65,6 +65,19 @@ namespace Tether.Bridge
             return content;
         }
 
+        // FunctionCallContent.Exception: set when its client could not parse the model's argument
+        // text (Arguments is then null). The message, with any inner exceptions named after it.
+        public static string ArgumentsError(object functionCallContent)
+        {
+            var property = functionCallContent.GetType().GetProperty("Exception");
+            var error = property == null ? null : property.GetValue(functionCallContent, null) as Exception;
+            if (error == null) return null;
+            var message = error.Message;
+            for (var inner = error.InnerException; inner != null; inner = inner.InnerException)
+                message += " (" + inner.GetType().FullName + ": " + inner.Message + ")";
+            return message;
+        }
+
         // FunctionCallContent.Arguments (IDictionary<string, object?>, values often JsonElement) -> JSON text.
         public static string ArgumentsJson(object functionCallContent)
         {

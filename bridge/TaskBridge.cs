@@ -55,15 +55,6 @@ namespace Tether.Bridge
             return Unwrap(error) is ArgumentBindingException;
         }
 
-        // What Microsoft.Extensions.AI raises when arguments do not fit an AIFunction.
-        public static bool IsArgumentError(Exception error)
-        {
-            var inner = Unwrap(error);
-            if (inner is ArgumentBindingException || inner is ArgumentException) return true;
-            // System.Text.Json's JsonException, raised by AIFunctionFactory's marshalling, by name.
-            return inner.GetType().FullName == "System.Text.Json.JsonException";
-        }
-
     }
 
     static class Posix

@@ -8,7 +8,8 @@ a failure.
 
 from __future__ import annotations
 
-import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -244,13 +245,20 @@ async def test_dotnet_results_project_to_function_result_content(clr_tools: dict
 
 
 def test_clr_function_result_without_meai_is_a_clear_error(clr_tools: dict[str, Any]) -> None:
-    from tether_clr.clr import ClrUnavailableError
-    from tether_clr.clr.bridge import bridge
-
-    if bridge().Records.FindAbstractions() is not None:
-        pytest.skip("Microsoft.Extensions.AI.Abstractions is loaded in this process")
-    with pytest.raises(ClrUnavailableError, match="Microsoft.Extensions.AI.Abstractions"):
-        ToolExecutionOutcome.success("c", "t", 1).to_clr_function_result()
+    # In a fresh process: this one may have loaded Microsoft.Extensions.AI for other tests.
+    script = (
+        "from tether_clr import ToolExecutionOutcome\n"
+        "from tether_clr.clr import ClrUnavailableError, load_runtime, to_clr_function_result\n"
+        "from tether_clr.clr.bridge import bridge\n"
+        f"load_runtime({clr_tools['runtime'].kind!r}); bridge()\n"
+        "try:\n"
+        "    to_clr_function_result(ToolExecutionOutcome.success('c', 't', 1))\n"
+        "except ClrUnavailableError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "needs Microsoft.Extensions.AI.Abstractions loaded" in result.stdout
 
 
 def test_from_function_call_accepts_the_dict_shape() -> None:
@@ -294,35 +302,6 @@ def test_build_is_cached_by_source_hash(clr_tools: dict[str, Any], tmp_path: Pat
 
 
 # -------------------------------------------- real Microsoft.Extensions.AI (when present)
-@pytest.fixture(scope="session")
-def meai(clr_tools: dict[str, Any]) -> dict[str, Any]:
-    from tether_clr.clr import (
-        compile_library,
-        discover_functions,
-        find_meai_directories,
-        load_assembly,
-        load_meai,
-    )
-
-    folders = find_meai_directories()
-    if not folders:
-        pytest.skip("Microsoft.Extensions.AI.Abstractions not available: set TETHER_MEAI_DIR or restore the NuGet package")
-    abstractions = load_meai()
-    references = [Path(str(abstractions.Location))]
-    for folder in folders:
-        for name in ("System.Text.Json.dll", "Microsoft.Extensions.AI.dll", "Microsoft.Bcl.AsyncInterfaces.dll"):
-            if (Path(folder) / name).is_file():
-                references.append(Path(folder) / name)
-    facade = Path("/usr/lib/mono/4.5/Facades/netstandard.dll")
-    if shutil.which("mcs") and facade.is_file():
-        references.append(facade)
-    sources = sorted((Path(__file__).resolve().parent.parent / "dotnet_fixtures" / "meai").glob("*.cs"))
-    assembly = load_assembly(compile_library("TetherMeaiFixtures", sources, references))
-    from Tether.Fixtures.Meai import MeaiTools  # type: ignore[import-not-found]
-
-    return {"functions": {f.name: f for f in discover_functions(assembly)}, "MeaiTools": MeaiTools}
-
-
 async def test_real_aifunctions_are_discovered_and_invoked(meai: dict[str, Any]) -> None:
     functions = meai["functions"]
     assert {"Multiply", "Shout", "Refuse"} <= set(functions)
@@ -338,9 +317,12 @@ async def test_real_aifunctions_are_discovered_and_invoked(meai: dict[str, Any])
 
 
 def test_real_function_call_and_result_records(meai: dict[str, Any]) -> None:
+    from tether_clr.clr import function_call_to_tool_call, to_clr_function_result
+
     content = meai["MeaiTools"].SampleCall()
-    tool_call = ToolCall.from_function_call(content)
+    tool_call = function_call_to_tool_call(content)
     assert (tool_call.call_id, tool_call.name, tool_call.arguments) == ("call-1", "Multiply", '{"a":6,"b":7}')
-    result = ToolExecutionOutcome.success("call-1", "Multiply", 42).to_clr_function_result()
+    assert tool_call.argument_error is None
+    result = to_clr_function_result(ToolExecutionOutcome.success("call-1", "Multiply", 42))
     assert str(result.CallId) == "call-1"
     assert str(result.Result.GetRawText()) == "42"

@@ -5,7 +5,7 @@ A model only proposes calls; :meth:`ToolRegistry.execute_batch` decides, runs an
 records them. See README.md for the tour.
 """
 
-from .batch import ToolCallSink  # importing the executor installs it behind ToolRegistry.execute_batch
+from .batch import Declaration, ToolCallSink, current_declaration  # importing the executor installs it behind ToolRegistry.execute_batch
 from .canonical import schema_hash
 from .catalog.assembly import (
     CatalogSelection,
@@ -69,47 +69,51 @@ from .registry import (
     ToolRegistry,
     ToolsChangedEvent,
 )
-from .views import SealedToolCatalogView, ToolAssembly
-from .schema import ToolSchemaSnapshot, canonical_json
+from .schema import ArgumentLimits, JsonConversionError, ToolSchemaSnapshot, canonical_json, to_json_value
 from .scope import AgentPipelineScope
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
+from .text import describe_exception
 from .tools import PythonFunction, Tool
 from .versions import SemVer, parse_version
+from .views import SealedToolCatalogView, ToolAssembly
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CATALOG_FAILURE_REASONS",
-    "IDENTITY_PARAMETERS",
-    "OMISSION_REASONS",
-    "REAUTHORIZATION_REASONS",
     "AgentPipelineScope",
     "ApprovalProvider",
     "ApprovalResult",
+    "ArgumentLimits",
     "AuthorityUnavailableError",
     "BatchAbortedError",
+    "CATALOG_FAILURE_REASONS",
     "CancellationSource",
     "CancellationToken",
-    "CatalogSelection",
     "CapabilityQuery",
+    "CatalogSelection",
     "CompatibilityMode",
     "CompatibilityReport",
-    "DiscoveryResult",
+    "Declaration",
     "DenyRule",
+    "DiscoveryResult",
     "DuplicateToolError",
     "FunctionResultContent",
-    "IncompatibleSchemaError",
+    "IDENTITY_PARAMETERS",
     "InMemoryToolLog",
+    "IncompatibleSchemaError",
     "InvariantViolation",
+    "JsonConversionError",
     "LoggedCall",
+    "OMISSION_REASONS",
     "Omission",
     "OperationCancelledError",
     "PythonFunction",
+    "REAUTHORIZATION_REASONS",
     "Registration",
     "RequestContext",
     "ResultPolicyError",
-    "SemVer",
     "SealedToolCatalogView",
+    "SemVer",
     "SideEffect",
     "SinkError",
     "SqliteToolLog",
@@ -120,11 +124,11 @@ __all__ = [
     "ToolAssembly",
     "ToolAuditRecord",
     "ToolBinding",
-    "ToolError",
     "ToolCall",
     "ToolCallSink",
     "ToolCandidate",
     "ToolDispatch",
+    "ToolError",
     "ToolExecution",
     "ToolExecutionMode",
     "ToolExecutionOutcome",
@@ -143,10 +147,13 @@ __all__ = [
     "assembly_digest",
     "canonical_json",
     "check_compatibility",
+    "current_declaration",
+    "describe_exception",
     "parse_version",
     "reauthorize",
-    "require_compatible",
     "refuse_identity_parameters",
+    "require_compatible",
     "schema_hash",
     "status_transition",
+    "to_json_value",
 ]

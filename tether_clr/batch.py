@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -41,14 +43,47 @@ from .registry import ToolRegistry, install_batch_executor
 from .sink_protocol import ToolCallSink
 from .views import SealedToolCatalogView, _ToolEntry
 
-__all__ = ["BatchRun", "ToolCallSink", "execute_batch"]
+__all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration", "execute_batch"]
 
 logger = logging.getLogger("tether_clr")
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """One declared call: the batch run that declared it and its position in the model's order."""
+
+    batch_id: str
+    index: int
+
+
+_DECLARATION: ContextVar[Declaration | None] = ContextVar("tether_clr_declaration", default=None)
+
+
+def current_declaration() -> Declaration | None:
+    """The declaration a sink is being told about, or None outside ``call_declared`` / ``outcome_ready``.
+
+    ``execute_batch`` sets it around each of those two awaits (a context
+    variable, so concurrent batches sharing one sink never see each other's).
+    The call and the outcome of one declaration get the same value.
+    """
+    return _DECLARATION.get()
+
+
+_T = TypeVar("_T")
+
+
+async def _told(declaration: Declaration, method: Callable[[_T], Awaitable[None]], record: _T) -> None:
+    token = _DECLARATION.set(declaration)
+    try:
+        await method(record)
+    finally:
+        _DECLARATION.reset(token)
 
 
 @dataclass(eq=False)
 class _Slot:
     call: ToolCall
+    declaration: Declaration
     done: anyio.Event = field(default_factory=anyio.Event)
     execution: ToolExecution | None = None
     entry: _ToolEntry | None = None
@@ -103,6 +138,7 @@ class BatchRun:
         self._deliver_scope: anyio.CancelScope | None = None
         # Audit machinery only when someone listens: otherwise no clocks, no records.
         self._audit: tuple[Callable[..., Any], ...] = self._pipeline.audit_listeners()
+        self._batch_id = uuid.uuid4().hex
 
     @property
     def _token(self) -> CancellationToken:
@@ -111,14 +147,15 @@ class BatchRun:
     def _groups(self) -> list[list[_Slot]]:
         groups: list[list[_Slot]] = []
         parallel: list[_Slot] = []
-        for call in self._calls:
+        for index, call in enumerate(self._calls):
+            slot = _Slot(call, Declaration(self._batch_id, index))
             if self._registry.classify(call, self._view) is ToolExecutionMode.PARALLEL:
-                parallel.append(_Slot(call))
+                parallel.append(slot)
                 continue
             if parallel:
                 groups.append(parallel)
                 parallel = []
-            groups.append([_Slot(call)])
+            groups.append([slot])
         if parallel:
             groups.append(parallel)
         return groups
@@ -177,14 +214,14 @@ class BatchRun:
         token = self._token
         if self._audit:
             slot.started = time.perf_counter()
-        execution, entry, early = self._pipeline.begin(slot.call, token)
+        declared, execution, entry, early = self._pipeline.begin(slot.call, token)
         slot.execution = execution
         slot.entry = entry
         if self._sink is not None:
             try:
-                await self._sink.call_declared(slot.call)
+                await _told(slot.declaration, self._sink.call_declared, declared)
             except Exception as exc:
-                self._abort(SinkError(f"sink failed to record call {slot.call.call_id!r}: {describe_exception(exc)}"))
+                self._abort(SinkError(f"sink failed to record call {declared.call_id!r}: {describe_exception(exc)}"))
                 return None
         if token.is_cancelled:
             slot.finish(_not_dispatched(execution, token))
@@ -193,7 +230,7 @@ class BatchRun:
             slot.finish(early)
             return None
         assert entry is not None
-        refusal = await self._pipeline.authorize(execution)
+        refusal = await self._pipeline.authorize(execution, entry)
         if refusal is not None:
             slot.finish(refusal)
             return None
@@ -243,7 +280,7 @@ class BatchRun:
                     return
                 if self._sink is not None:
                     try:
-                        await self._sink.outcome_ready(outcome)
+                        await _told(slot.declaration, self._sink.outcome_ready, outcome)
                     except Exception as exc:
                         self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
                         return
@@ -263,12 +300,12 @@ class BatchRun:
             agent_id=None if context is None else context.agent_id,
             registry_revision=view.registry_revision,
             policy_revision=view.policy_revision,
-            requested_name=slot.call.name,
+            requested_name=slot.call.name if slot.execution is None else slot.execution.name,
             model_name=None if entry is None else entry.name,
             logical_name=None if binding is None else binding.logical_name,
             version=None if binding is None else binding.version,
             schema_hash=None if binding is None else binding.schema_hash,
-            call_id=slot.call.call_id,
+            call_id=slot.call.call_id if slot.execution is None else slot.execution.call_id,
             decision="dispatched" if slot.dispatched else "refused",
             code=None if failure is None else str(failure.code),
             reason=None if failure is None else failure.reason,

@@ -7,11 +7,17 @@ handed to a ``CancellationTokenSource`` link, so the pipeline speaks tokens and
 turns them into anyio cancel scopes where Python code has to be interrupted.
 
 Tokens are single-threaded: ``cancel()`` must be called on the event-loop thread
-that runs the batch (callbacks run synchronously inside it).
+that runs the batch (callbacks run synchronously inside it). As with .NET's
+``CancellationTokenSource.Cancel()``, every registered callback runs even when
+one raises; unlike it, ``cancel()`` never raises: each failure is logged and
+contained, because the caller of ``cancel()`` (a batch tearing down, a timeout)
+cannot do anything useful with a tool's broken callback, and a callback skipped
+would leave some body running that should have stopped.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +25,8 @@ from typing import Any
 import anyio
 
 __all__ = ["CancellationSource", "CancellationToken", "OperationCancelledError", "cancel_scope_for"]
+
+logger = logging.getLogger("tether_clr")
 
 
 class OperationCancelledError(Exception):
@@ -76,7 +84,11 @@ class CancellationToken:
             raise OperationCancelledError(self.reason or "operation was cancelled")
 
     def register(self, callback: Callable[[], Any]) -> _CallbackRegistration:
-        """Run ``callback`` once on cancellation (immediately if already cancelled)."""
+        """Run ``callback`` once on cancellation (immediately if already cancelled).
+
+        A callback run by ``cancel()`` that raises is logged and contained; one
+        run here, at once, raises into the registering code, as in .NET.
+        """
         if self._source is None:
             return _CallbackRegistration(None, callback)
         return self._source._register(callback)
@@ -123,14 +135,20 @@ class CancellationSource:
         return self._reason
 
     def cancel(self, reason: str | None = None) -> None:
-        """Cancel the token and run its callbacks; later calls do nothing."""
+        """Cancel the token and run every callback, in registration order; later calls do nothing.
+
+        Never raises: a callback that raises is logged and the rest still run.
+        """
         if self._cancelled:
             return
         self._cancelled = True
         self._reason = reason
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            callback()
+            try:
+                callback()
+            except Exception:
+                logger.exception("cancellation callback %s raised; the other callbacks still ran", _name_of(callback))
         self.close()
 
     def close(self) -> None:
@@ -160,6 +178,13 @@ class CancellationSource:
 
 
 _NONE = CancellationToken(None)
+
+
+def _name_of(callback: Callable[[], Any]) -> str:
+    try:
+        return str(getattr(callback, "__qualname__", None) or type(callback).__name__)
+    except Exception:
+        return "callback"
 
 
 @contextmanager

@@ -8,10 +8,7 @@ tool result (a result policy rejecting an outcome, a sink that cannot record).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .outcomes import ToolExecutionOutcome
+from typing import Any
 
 __all__ = [
     "BatchAbortedError",
@@ -48,24 +45,21 @@ class InvariantViolation(TetherError):
 class BatchAbortedError(TetherError):
     """An infrastructure fault stopped a batch.
 
-    ``delivered`` holds the outcomes the sink accepted before the fault, in model
-    order, so the caller knows exactly what was recorded.
+    ``delivered`` holds the outcomes (``ToolExecutionOutcome``) the sink accepted
+    before the fault, in model order, so the caller knows exactly what was
+    recorded. Typed loosely because this foundation module knows no records.
     """
 
-    def __init__(self, message: str, delivered: tuple[ToolExecutionOutcome, ...] = ()) -> None:
+    def __init__(self, message: str, delivered: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         self.delivered = delivered
 
 
 class ResultPolicyError(BatchAbortedError):
-    """A result policy rejected an outcome; it reached neither the sink nor listeners."""
+    """A result policy rejected an outcome (``outcome``, a ``ToolExecutionOutcome``);
+    it reached neither the sink nor listeners."""
 
-    def __init__(
-        self,
-        message: str,
-        outcome: ToolExecutionOutcome,
-        delivered: tuple[ToolExecutionOutcome, ...] = (),
-    ) -> None:
+    def __init__(self, message: str, outcome: Any, delivered: tuple[Any, ...] = ()) -> None:
         super().__init__(message, delivered)
         self.outcome = outcome
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .cancellation import CancellationToken
 from .schema import canonical_json, to_json_text
+from .text import is_valid_text, safe_text
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -60,12 +61,20 @@ class ToolFailure:
     reason: str | None = None
 
 
+def _safe(text: Any) -> Any:
+    return safe_text(text) if isinstance(text, str) else text
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """What a model proposed: nothing about it is trusted yet.
 
     ``arguments`` is the raw JSON text exactly as the model produced it.
     ``invocation_context`` is opaque caller data passed through untouched.
+    ``argument_error`` carries a failure that happened before the call reached
+    us (a client that could not parse the model's argument text, like a MEAI
+    ``FunctionCallContent`` whose ``Exception`` is set): such a call ends
+    INVALID_ARGS with that message and never runs, whatever ``arguments`` holds.
     """
 
     call_id: str
@@ -74,34 +83,33 @@ class ToolCall:
     scope: AgentPipelineScope | None = None
     parent_call_id: str | None = None
     invocation_context: Any = None
+    argument_error: str | None = None
 
     @classmethod
     def from_function_call(
         cls,
-        content: Any,
+        content: Mapping[str, Any],
         *,
         scope: AgentPipelineScope | None = None,
         parent_call_id: str | None = None,
         invocation_context: Any = None,
     ) -> ToolCall:
-        """Build a call from a Microsoft.Extensions.AI ``FunctionCallContent``.
+        """Build a call from the JSON dict shape of a Microsoft.Extensions.AI ``FunctionCallContent``.
 
-        Accepts the .NET object itself (``CallId``, ``Name``, ``Arguments``) or
-        its JSON dict shape (``callId``, ``name``, ``arguments``). The arguments
-        of a FunctionCallContent are a dictionary, which becomes canonical JSON
-        text; a string is taken as raw JSON.
+        ``{"$type": "functionCall", "callId": ..., "name": ..., "arguments": {...}}``;
+        a dict of arguments becomes canonical JSON text, a string is taken as raw
+        JSON. A .NET ``FunctionCallContent`` object is the .NET side's business
+        (``tether_clr.clr.function_call_to_tool_call``): the core never imports it.
         """
-        if isinstance(content, Mapping):
-            call_id, name, arguments = content.get("callId"), content.get("name"), content.get("arguments")
-            kind = content.get("$type", "functionCall")
-            if kind != "functionCall":
-                raise ValueError(f'expected a functionCall content, got $type {kind!r}')
-        elif hasattr(content, "CallId") and hasattr(content, "Name"):
-            from .clr.records import function_call_parts
-
-            call_id, name, arguments = function_call_parts(content)
-        else:
-            raise TypeError(f"expected a FunctionCallContent or its dict shape, got {type(content).__name__}")
+        if not isinstance(content, Mapping):
+            raise TypeError(
+                f"expected the dict shape of a FunctionCallContent, got {type(content).__name__}; "
+                "for a .NET FunctionCallContent use tether_clr.clr.function_call_to_tool_call"
+            )
+        call_id, name, arguments = content.get("callId"), content.get("name"), content.get("arguments")
+        kind = content.get("$type", "functionCall")
+        if kind != "functionCall":
+            raise ValueError(f'expected a functionCall content, got $type {kind!r}')
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise ValueError("a function call needs string callId and name")
         if arguments is None:
@@ -109,8 +117,44 @@ class ToolCall:
         elif isinstance(arguments, str):
             raw = arguments
         else:
-            raw = to_json_text(arguments)
+            try:
+                raw = to_json_text(arguments)
+            except TypeError:
+                # Model data JSON cannot hold (NaN, a lone surrogate): kept as the
+                # escaped text a model would have sent, which the pipeline refuses (INVALID_ARGS).
+                raw = json.dumps(arguments, ensure_ascii=True, allow_nan=True)
         return cls(call_id, name, raw, scope, parent_call_id, invocation_context)
+
+    def invalid_text_fields(self) -> tuple[str, ...]:
+        """Which of ``call_id``, ``name``, ``arguments``, ``parent_call_id`` hold text that is not valid Unicode."""
+        return tuple(
+            field
+            for field, text in (
+                ("call_id", self.call_id),
+                ("name", self.name),
+                ("arguments", self.arguments),
+                ("parent_call_id", self.parent_call_id),
+            )
+            if isinstance(text, str) and not is_valid_text(text)
+        )
+
+    def recordable(self) -> ToolCall:
+        """This call, or a copy with each lone surrogate in its text written as ``\\udXXX``.
+
+        A model can send a lone surrogate (a raw one, or ``"\\ud800"`` in JSON it
+        produced); no sink can write it. The batch declares and answers the
+        recordable copy, so the declaration, the execution and the outcome all
+        carry the same, writable call id (see README, "Hostile input").
+        """
+        if not self.invalid_text_fields():
+            return self
+        return replace(
+            self,
+            call_id=_safe(self.call_id),
+            name=_safe(self.name),
+            arguments=_safe(self.arguments),
+            parent_call_id=_safe(self.parent_call_id),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +248,9 @@ class ToolExecutionOutcome:
     """The terminal result of one call: a value, or a failure with a stable code.
 
     On failure ``value`` is ``{"message": ...}`` so a model always receives
-    something it can read.
+    something it can read. Built through :meth:`success` and :meth:`failed`, an
+    outcome always serializes (``to_function_result().to_json()``) and can be
+    recorded by any sink: its text is valid Unicode and its value is JSON.
     """
 
     call_id: str
@@ -214,15 +260,23 @@ class ToolExecutionOutcome:
 
     @classmethod
     def success(cls, call_id: str, name: str, value: Any) -> ToolExecutionOutcome:
-        """Raises ``TypeError`` when ``value`` cannot become JSON."""
-        return cls(call_id, name, to_json_text(value))
+        """A successful outcome; raises ``TypeError`` (only) when ``value`` cannot become JSON without loss.
+
+        See :func:`tether_clr.schema.to_json_value` for what is converted.
+        """
+        return cls(_safe(call_id), _safe(name), to_json_text(value))
 
     @classmethod
     def failed(
         cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str, reason: str | None = None
     ) -> ToolExecutionOutcome:
+        """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``.
+
+        ``reason`` is the machine-readable refinement of ``code``, if any.
+        """
         code = ToolFailureCodes(code)
-        return cls(call_id, name, canonical_json({"message": message}), ToolFailure(code, message, reason))
+        message = _safe(message)
+        return cls(_safe(call_id), _safe(name), canonical_json({"message": message}), ToolFailure(code, message, reason))
 
     @property
     def value(self) -> Any:
@@ -244,9 +298,3 @@ class ToolExecutionOutcome:
     def to_function_result(self) -> FunctionResultContent:
         exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"
         return FunctionResultContent.model_validate({"callId": self.call_id, "result": self.value, "exception": exception})
-
-    def to_clr_function_result(self) -> Any:
-        """A real .NET ``FunctionResultContent``; needs Microsoft.Extensions.AI loaded."""
-        from .clr.records import to_clr_function_result
-
-        return to_clr_function_result(self)

@@ -25,7 +25,8 @@ from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
 from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
-from .schema import InvalidArgumentsJson, canonical_json, parse_arguments
+from .schema import InvalidArgumentsJson, canonical_json, read_arguments
+from .text import describe_exception, exception_text, safe_repr
 
 if TYPE_CHECKING:
     from .registry import ApprovalProvider, ListenerSnapshot
@@ -34,12 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["CallPipeline", "describe_exception", "maybe_await"]
 
 logger = logging.getLogger("tether_clr")
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``Type: message``, the form every TOOL_ERROR message takes."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _fail(execution: ToolExecution, code: Codes, message: str, reason: str | None = None) -> ToolExecutionOutcome:
@@ -77,6 +72,18 @@ async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+def _requires_approval(entry: _ToolEntry, execution: ToolExecution) -> bool:
+    """Any answer but an exact ``False`` from a tool's approval predicate, raising included, means yes."""
+    for predicate in entry.approval:
+        try:
+            if predicate(execution.arguments) is not False:
+                return True
+        except Exception:
+            logger.warning("approval predicate of %r raised; approval is required", execution.name, exc_info=True)
+            return True
+    return False
+
+
 class _ContractViolation(Exception):
     """A listener broke its contract (wrong return type, changed the execution)."""
 
@@ -92,17 +99,29 @@ class CallPipeline:
         self._approval = approval
 
     # ------------------------------------------------------------ resolution
-    def begin(self, call: ToolCall, token: CancellationToken) -> tuple[ToolExecution, _ToolEntry | None, ToolExecutionOutcome | None]:
-        """Build the execution and resolve the tool; an early outcome means no dispatch."""
+    def begin(
+        self, call: ToolCall, token: CancellationToken
+    ) -> tuple[ToolCall, ToolExecution, _ToolEntry | None, ToolExecutionOutcome | None]:
+        """Build the execution and resolve the tool; an early outcome means no dispatch.
+
+        Returns the call as it is to be declared to the sink: ``call`` itself, or,
+        when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
+        which the execution and the outcome then carry too (refused INVALID_ARGS).
+        """
+        invalid = call.invalid_text_fields()
+        if invalid:
+            call = call.recordable()
         scope = call.scope if call.scope is not None else self._view.scope
-        parse_error: str | None = None
+        parse_error: str | None = call.argument_error
         arguments: Any = None
         try:
-            arguments = parse_arguments(call.arguments)
-            arguments_json = canonical_json(arguments)
+            if parse_error is not None:  # the client could not parse the model's text: never run it
+                raise InvalidArgumentsJson(parse_error)
+            parsed = read_arguments(call.arguments, self._view.argument_limits)
+            arguments, arguments_json = parsed.value, parsed.json
         except InvalidArgumentsJson as exc:
             parse_error = str(exc)
-            arguments_json = canonical_json(call.arguments if isinstance(call.arguments, str) else repr(call.arguments))
+            arguments_json = canonical_json(call.arguments if isinstance(call.arguments, str) else safe_repr(call.arguments))
         execution = ToolExecution(
             call_id=call.call_id,
             name=call.name,
@@ -114,31 +133,47 @@ class CallPipeline:
             invocation_context=call.invocation_context,
             context=self._view.context,
         )
+        if invalid:
+            fields = " and ".join(invalid)
+            return call, execution, None, _fail(
+                execution, Codes.INVALID_ARGS, f"the call's {fields} is not valid Unicode text (a lone surrogate)"
+            )
         entry = self._view.resolve(call.name)
         if entry is None:
-            return execution, None, _fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
+            return call, execution, None, _fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
         if parse_error is not None:
-            return execution, entry, _fail(execution, Codes.INVALID_ARGS, parse_error)
+            return call, execution, entry, _fail(execution, Codes.INVALID_ARGS, parse_error)
         schema_error = entry.validator.error_for(arguments)
         if schema_error is not None:
-            return execution, entry, _fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
-        return execution, entry, None
+            return call, execution, entry, _fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
+        return call, execution, entry, None
 
     # ---------------------------------------------------------- authorization
-    async def authorize(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
-        """Pre-execute waterfall, approval, then guards. None means: may dispatch."""
+    async def authorize(self, execution: ToolExecution, entry: _ToolEntry | None = None) -> ToolExecutionOutcome | None:
+        """Pre-execute waterfall, approval, then guards. None means: may dispatch.
+
+        A tool that requires approval (``entry.approval``) goes through the same
+        approval step as a pre-execute ``ask``, once: a call both asked about and
+        requiring approval is put to the provider one time. Approved calls still
+        face the guards.
+        """
         try:
             decision = await self._pre_execute(execution)
         except Exception as exc:
             return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
         if decision.is_deny:
             return _fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
+        reason: str | None = None
         if decision.is_ask:
-            refusal = await self._approve(execution, decision.reason)
+            reason = decision.reason or ""
+        elif not decision.is_allow:
+            return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {safe_repr(decision.kind)}")
+        elif entry is not None and _requires_approval(entry, execution):
+            reason = f"tool {execution.name!r} requires approval"
+        if reason is not None:
+            refusal = await self._approve(execution, reason or None)
             if refusal is not None:
                 return refusal
-        elif not decision.is_allow:
-            return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {decision.kind!r}")
         return self._guards(execution)
 
     async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
@@ -184,7 +219,7 @@ class CallPipeline:
             return _fail(execution, Codes.DENIED, f"approval rejected{asked}")
         if result is ApprovalResult.UNAVAILABLE:
             return _fail(execution, Codes.UNAVAILABLE, f"approval unavailable{asked}")
-        return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {result!r}, not an ApprovalResult")
+        return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {safe_repr(result)}, not an ApprovalResult")
 
     def _guards(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
         for guard in self._listeners.chain("guard", execution.scope):
@@ -266,11 +301,11 @@ class CallPipeline:
             try:
                 value = await entry.tool.invoke(execution.arguments, dispatch.cancellation)
             except ToolArgumentError as exc:
-                outcome = _fail(execution, Codes.INVALID_ARGS, str(exc) or "arguments could not be bound")
+                outcome = _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
             except OperationCancelledError as exc:
-                outcome = _fail(execution, Codes.ABORTED, f"cancelled: {exc}")
+                outcome = _fail(execution, Codes.ABORTED, f"cancelled: {exception_text(exc)}")
             except ToolError as exc:
-                outcome = _fail(execution, Codes.TOOL_ERROR, str(exc) or "tool failed")
+                outcome = _fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
             except Exception as exc:
                 outcome = _fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
             else:
@@ -315,7 +350,7 @@ class CallPipeline:
                 return ToolExecutionOutcome.success(outcome.call_id, outcome.name, decision.value)
             except TypeError as exc:
                 return _fail(execution, Codes.TOOL_ERROR, f"post-execute replacement is not JSON-compatible: {exc}")
-        return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener returned an unknown decision {decision.kind!r}")
+        return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener returned an unknown decision {safe_repr(decision.kind)}")
 
     # -------------------------------------------------------------- policies
     async def enforce_policies(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:

@@ -43,13 +43,16 @@ from .context import RequestContext, refuse_identity_parameters
 from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import DuplicateToolError, InvariantViolation
 from .schema import (
+    DEFAULT_ARGUMENT_LIMITS,
+    ArgumentLimits,
     ArgumentValidator,
     InvalidArgumentsJson,
     ToolSchemaSnapshot,
     parse_arguments,
 )
 from .scope import AgentPipelineScope
-from .tools import Tool, as_concurrency_predicate
+from .text import is_valid_text, safe_text
+from .tools import Tool, as_approval_predicate, as_concurrency_predicate
 from .views import SealedToolCatalogView, ToolAssembly, _Record, _ToolEntry
 
 if TYPE_CHECKING:
@@ -100,6 +103,15 @@ def install_batch_executor(executor: BatchExecutor) -> None:
 
 
 class ApprovalProvider(Protocol):
+    """Asked for a pre-execute ``ask`` and for every call of a tool that requires approval.
+
+    The request carries the call itself: ``execution.name``, ``execution.arguments``
+    (a fresh parsed copy of the validated arguments) and ``execution.arguments_json``
+    (their canonical text), the scope, owner and call ids; ``reason`` is the
+    listener's, or ``"tool 'NAME' requires approval"``. Anything but
+    ``ApprovalResult.APPROVED`` keeps the body from running.
+    """
+
     async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult: ...
 
 
@@ -108,15 +120,25 @@ class ToolRegistrationOptions:
     """Per-registration settings.
 
     ``is_concurrency_safe`` is a predicate over the parsed arguments (or a bool
-    for "always"/"never"); only an exact ``True`` lets a call join a parallel
-    group. ``metadata`` is the version's governance record (default
-    ``ToolMetadata()``: version 1.0.0, the strictest posture); ``status`` its
-    lifecycle status (default ACTIVE, today's behaviour). A schema that asks
-    the model for ``tenant_id``, ``principal_id`` or ``user_id`` is refused
-    unless ``allow_identity_parameters`` says it is a business field.
+    for "always"/"never"); only an exact ``True`` lets a call join a parallel group.
+
+    ``requires_approval`` puts every call of the tool through the approval step
+    of a pre-execute ``ask`` (the same provider, the same outcomes): ``None`` (the
+    default) or ``False`` means no approval of its own, ``True`` always, a
+    predicate over the parsed arguments decides per call, and any answer but an
+    exact ``False`` (including raising) means approval is required. A tool that
+    requires approval itself (``requires_approval`` on the tool, as a real
+    ``ApprovalRequiredAIFunction`` has) keeps requiring it whatever this says.
+
+    ``metadata`` is the version's governance record (default ``ToolMetadata()``:
+    version 1.0.0, the strictest posture); ``status`` its lifecycle status
+    (default ACTIVE, today's behaviour). A schema that asks the model for
+    ``tenant_id``, ``principal_id`` or ``user_id`` is refused unless
+    ``allow_identity_parameters`` says it is a business field.
     """
 
     is_concurrency_safe: Callable[[Any], Any] | bool | None = None
+    requires_approval: Callable[[Any], Any] | bool | None = None
     metadata: ToolMetadata | None = None
     status: ToolStatus | None = None
     allow_identity_parameters: bool = False
@@ -212,14 +234,18 @@ class ToolRegistry:
 
     A new registry installs the invariant result policy (non-empty name and call
     id, outcome call id equal to the execution's); ``invariant_policy.dispose()``
-    removes it.
+    removes it. ``argument_limits`` bound the argument text a model may send
+    (:class:`~tether_clr.schema.ArgumentLimits`); a view takes them when sealed.
 
     Layers: the global layer and one per scope. A layer holds one registration
     per (model name, version): several versions of a tool may live side by
     side, and the assembly picks one per request.
     """
 
-    def __init__(self, *, invariant_policy: bool = True) -> None:
+    def __init__(self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None) -> None:
+        if argument_limits is not None and not isinstance(argument_limits, ArgumentLimits):
+            raise TypeError(f"argument_limits must be ArgumentLimits, got {type(argument_limits).__name__}")
+        self.argument_limits: ArgumentLimits = argument_limits or DEFAULT_ARGUMENT_LIMITS
         self._lock = threading.RLock()
         self._layers: dict[AgentPipelineScope | None, dict[tuple[str, str], _Record]] = {}
         # Index: logical name -> its registrations in every layer (lifecycle calls and the
@@ -349,7 +375,7 @@ class ToolRegistry:
         unshadowed, _ = shadow(e.candidate for e in entries if e.candidate.status.is_callable)
         chosen, _ = choose_versions(unshadowed)
         return SealedToolCatalogView(
-            self, scope, {c.model_name: by_candidate[id(c)] for c in chosen}, resolve_aliases(chosen)
+            self, scope, {c.model_name: by_candidate[id(c)] for c in chosen}, self.argument_limits, resolve_aliases(chosen)
         )
 
     def discover(
@@ -508,12 +534,16 @@ class ToolRegistry:
         self._emit(ToolsChangedEvent(None, "", "authority", revision=revision))
 
     def classify(self, call: ToolCall, view: SealedToolCatalogView) -> ToolExecutionMode:
-        """PARALLEL only on an exact ``True`` from the visible tool's predicate."""
+        """PARALLEL only on an exact ``True`` from the visible tool's predicate.
+
+        Arguments the pipeline would refuse (see :func:`~tether_clr.schema.read_arguments`)
+        mean EXCLUSIVE; classifying never raises.
+        """
         entry = view.resolve(call.name)
         if entry is None or entry.concurrency is None:
             return ToolExecutionMode.EXCLUSIVE
         try:
-            arguments = parse_arguments(call.arguments)
+            arguments = parse_arguments(call.arguments, view.argument_limits)
         except InvalidArgumentsJson:
             return ToolExecutionMode.EXCLUSIVE
         try:
@@ -627,9 +657,13 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
     name = tool.name
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a tool needs a non-empty string name, got {name!r}")
+    if not is_valid_text(name):
+        raise ValueError(f"tool name {safe_text(name)!r} is not valid Unicode text (it holds a lone surrogate)")
     description = tool.description or ""
     if not isinstance(description, str):
         raise TypeError(f"tool {name!r}: description must be a string")
+    if not is_valid_text(description):
+        raise ValueError(f"tool {name!r}: description is not valid Unicode text (it holds a lone surrogate)")
     try:
         validator = ArgumentValidator(tool.json_schema)
     except (TypeError, ValueError) as exc:
@@ -651,7 +685,15 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
         options.status or ToolStatus.ACTIVE,
         0 if scope is None else scope.depth + 1,
     )
-    return _ToolEntry(tool, scope, validator, name, description, concurrency, candidate, record, options.allow_identity_parameters)
+    approval = tuple(
+        as_approval_predicate(source)
+        for source in (getattr(tool, "requires_approval", None), options.requires_approval)
+        if source is not None
+    )
+    return _ToolEntry(
+        tool, scope, validator, name, description, concurrency, candidate, record, approval,
+        options.allow_identity_parameters,
+    )
 
 
 def _check_compatible(versions: Iterable[_Record], candidate: ToolCandidate) -> None:

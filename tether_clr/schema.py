@@ -1,58 +1,83 @@
-"""JSON at the pipeline's edges: canonical text, detached values, argument validation.
+"""JSON at the pipeline's edges: text, limits, conversion, detached values, argument validation.
 
 Everything a stage hands to another stage goes through canonical JSON text, so a
 listener that mutates the dict it was given cannot change what the tool, the
 sink or the next listener sees.
+
+This module is also where hostile input stops. Three rules live here, so every
+caller applies the same ones:
+
+* **Text must be valid Unicode** (see :mod:`tether_clr.text`): a string that
+  holds a lone surrogate is refused wherever a value is read or converted.
+* **Argument text is bounded** (:class:`ArgumentLimits`): its length and its
+  nesting depth are checked before it is parsed, numbers must be finite, and
+  integers must fit Python's digit limit, so the parser never recurses or
+  allocates without bound.
+* **Results are converted without loss or refused** (:func:`to_json_value`): an
+  explicit allow-list of types, deterministic across processes; anything else is
+  a :class:`JsonConversionError` (a ``TypeError``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
+import ipaddress
 import json
+import math
+import re
+import uuid
+from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from itertools import accumulate
+from pathlib import PurePath
 from typing import Any
 
 import jsonschema
+import referencing
+import referencing.jsonschema
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+import pydantic_core
+from pydantic_core import to_jsonable_python
+from referencing.exceptions import Unresolvable
+
+from .text import describe_exception, is_valid_text, safe_repr, safe_text
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "ArgumentLimits",
     "ArgumentValidator",
     "InvalidArgumentsJson",
+    "JsonConversionError",
+    "ParsedArguments",
     "ToolSchemaSnapshot",
+    "DEFAULT_ARGUMENT_LIMITS",
     "canonical_json",
     "detach",
     "parse_arguments",
+    "read_arguments",
     "to_json_text",
     "to_json_value",
 ]
+
+MAX_JSON_DEPTH = 128
+"""How deeply any JSON value this library builds may nest (results, schemas, arguments).
+
+The ceilings below are Python's recursion limit (1,000 frames, shared with the
+pipeline around a conversion) and pydantic's serializer, which refuses values
+nested 255 levels deep and writes ``FunctionResultContent``; 128 leaves room for
+records that wrap a value.
+"""
 
 
 def canonical_json(value: Any) -> str:
     """Deterministic JSON text: sorted keys, no spaces, no NaN, UTF-8 kept as is."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def to_json_text(value: Any) -> str:
-    """Canonical JSON text of ``value``, converting what pydantic knows how to convert.
-
-    Models, dataclasses, enums, datetimes and the like become what a user
-    expects; anything that still is not JSON (NaN, arbitrary objects) raises
-    ``TypeError`` so the caller can turn it into a stable failure.
-    """
-    try:
-        plain = to_jsonable_python(value)
-    except PydanticSerializationError as exc:
-        raise TypeError(f"value of type {type(value).__name__} is not JSON-serializable: {exc}") from None
-    try:
-        return canonical_json(plain)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"value is not JSON-serializable: {exc}") from None
-
-
-def to_json_value(value: Any) -> Any:
-    """A detached, JSON-compatible copy of ``value`` (see :func:`to_json_text`)."""
-    return json.loads(to_json_text(value))
 
 
 def detach(value: Any) -> Any:
@@ -62,31 +87,349 @@ def detach(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+# ------------------------------------------------------------- conversion
+class JsonConversionError(TypeError):
+    """A value cannot become JSON without loss; ``path`` says where (``$.items[2]``)."""
+
+    def __init__(self, reason: str, path: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+    def within(self, segment: str) -> JsonConversionError:
+        """The same error, one container further out."""
+        return JsonConversionError(self.reason, (segment, *self.path))
+
+    def __str__(self) -> str:
+        path = self.path
+        if len(path) > 12:  # a deep path is noise past its two ends
+            path = (*path[:6], f"...{len(path) - 12} more...", *path[-6:])
+        return f"{'$' + ''.join(path)}: {self.reason}"
+
+
+# Scalars whose JSON form is one unambiguous string; pydantic renders them (ISO 8601, RFC 4122...).
+_STRING_SCALARS = (
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
+    PurePath,
+    ipaddress.IPv4Address,
+    ipaddress.IPv6Address,
+    ipaddress.IPv4Network,
+    ipaddress.IPv6Network,
+    ipaddress.IPv4Interface,
+    ipaddress.IPv6Interface,
+    pydantic_core.Url,
+    pydantic_core.MultiHostUrl,
+)
+
+
+def _is_string_scalar(value: Any) -> bool:
+    """One of the scalars above, or a pydantic network type (URLs, DSNs: module ``pydantic.networks``)."""
+    return isinstance(value, _STRING_SCALARS) or type(value).__module__ == "pydantic.networks"
+
+
+def _text(value: str) -> str:
+    if not is_valid_text(value):
+        raise JsonConversionError("string holds a lone surrogate, which is not valid Unicode")
+    return value
+
+
+_SMALL = 1 << 64
+
+
+def _integer(value: int) -> int:
+    if value.bit_length() > 64:
+        try:
+            int.__repr__(value)
+        except ValueError:
+            raise JsonConversionError("integer has more digits than Python will write") from None
+    return value
+
+
+def _number(value: float) -> float:
+    if not math.isfinite(value):
+        raise JsonConversionError(f"{value!r} is not a JSON number")
+    return value
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, Enum):
+        key = key.value
+    if isinstance(key, str):
+        return _text(str.__str__(key))
+    if isinstance(key, int) and not isinstance(key, bool):
+        return int.__repr__(_integer(int.__int__(key)))
+    raise JsonConversionError(f"a key of type {type(key).__name__} is not a string or an integer")
+
+
+def _unsupported(value: Any) -> JsonConversionError:
+    kind = type(value).__name__
+    if hasattr(value, "__next__") or hasattr(value, "__anext__"):
+        return JsonConversionError(f"{kind} is an iterator, which would be consumed; return a list")
+    return JsonConversionError(f"{kind} is not a JSON value (see the conversion rules in the README)")
+
+
+class _Converter:
+    """One conversion: remembers the containers on the current path to report cycles."""
+
+    __slots__ = ("_active",)
+
+    def __init__(self) -> None:
+        self._active: set[int] = set()
+
+    def convert(self, value: Any, depth: int) -> Any:
+        kind = type(value)
+        if kind is str:
+            return value if value.isascii() else _text(value)
+        if value is None or kind is bool:
+            return value
+        if kind is int:
+            return value if -_SMALL < value < _SMALL else _integer(value)
+        if kind is float:
+            return _number(value)
+        if kind is dict or kind is list or kind is tuple:
+            return self._container(value, depth)
+        if isinstance(value, Enum):
+            return self.convert(value.value, depth)
+        if isinstance(value, str):
+            return _text(str.__str__(value))
+        if isinstance(value, int):
+            return _integer(int.__int__(value))
+        if isinstance(value, float):
+            return _number(float.__float__(value))
+        if isinstance(value, (list, tuple, deque, Mapping, set, frozenset)):
+            return self._container(value, depth)
+        if isinstance(value, BaseModel):
+            try:
+                dumped = value.model_dump(mode="python")
+            except Exception as exc:
+                raise JsonConversionError(f"{type(value).__name__}.model_dump() failed: {describe_exception(exc)}") from None
+            return self._nested(value, dumped, depth)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+            return self._nested(value, fields, depth)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            try:
+                return _text(bytes(value).decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise JsonConversionError(f"bytes are not UTF-8 text (byte {exc.start})") from None
+        if _is_string_scalar(value):
+            text = to_jsonable_python(value)
+            if not isinstance(text, str):
+                raise _unsupported(value)
+            return _text(text)
+        raise _unsupported(value)
+
+    def _nested(self, owner: Any, plain: Any, depth: int) -> Any:
+        """A record (model, dataclass) converted through its fields; a cycle through it is refused."""
+        marker = id(owner)
+        if marker in self._active:
+            raise JsonConversionError(f"{type(owner).__name__} contains itself (a reference cycle)")
+        self._active.add(marker)
+        try:
+            return self.convert(plain, depth)
+        finally:
+            self._active.discard(marker)
+
+    def _container(self, value: Any, depth: int) -> Any:
+        if depth >= MAX_JSON_DEPTH:
+            raise JsonConversionError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        marker = id(value)
+        if marker in self._active:
+            raise JsonConversionError(f"{type(value).__name__} contains itself (a reference cycle)")
+        self._active.add(marker)
+        try:
+            kind = type(value)
+            if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+                return self._mapping(value, depth + 1)
+            if isinstance(value, (set, frozenset)):
+                return self._set(value, depth + 1)
+            result = []
+            for index, item in enumerate(value):
+                try:
+                    result.append(self.convert(item, depth + 1))
+                except JsonConversionError as exc:
+                    raise exc.within(f"[{index}]") from None
+            return result
+        finally:
+            self._active.discard(marker)
+
+    def _mapping(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for raw_key, item in value.items():
+            if type(raw_key) is str and raw_key.isascii():
+                key = raw_key
+            else:
+                try:
+                    key = _key(raw_key)
+                except JsonConversionError as exc:
+                    raise exc.within(f"[{safe_repr(raw_key, 80)}]") from None
+            if key in result:
+                raise JsonConversionError(f"two keys become the same JSON key {key!r}, which would lose a value")
+            try:
+                result[key] = self.convert(item, depth)
+            except JsonConversionError as exc:
+                raise exc.within(f"[{key!r}]") from None
+        return result
+
+    def _set(self, value: set[Any] | frozenset[Any], depth: int) -> list[Any]:
+        """Sorted by each element's canonical JSON text, so no hash seed decides the order."""
+        keyed: dict[str, Any] = {}
+        for item in value:
+            try:
+                plain = self.convert(item, depth)
+            except JsonConversionError as exc:
+                raise exc.within("{}") from None
+            text = canonical_json(plain)
+            if text in keyed:
+                raise JsonConversionError(f"two set elements become the same JSON value {text[:80]}")
+            keyed[text] = plain
+        return [keyed[text] for text in sorted(keyed)]
+
+
+def to_json_value(value: Any) -> Any:
+    """A fresh JSON value (dict, list, str, int, float, bool, None) equal to ``value``, or refused.
+
+    Converted, and nothing else: ``None``, ``bool``, ``str``, ``int``, finite
+    ``float`` (and subclasses of these, as the base type); enums as their value;
+    ``dict`` and other mappings with ``str`` or ``int`` keys (an ``int`` key
+    becomes its decimal text; two keys that become one are refused); ``list``,
+    ``tuple`` (named tuples too) and ``deque`` as arrays; ``set`` and ``frozenset`` as arrays
+    sorted by each element's canonical JSON; pydantic models through
+    ``model_dump(mode="python")`` (their serializers and alias settings apply); dataclass instances as objects
+    of their fields; ``bytes`` that are UTF-8 text as that text; dates, times,
+    datetimes, timedeltas, UUIDs, decimals, paths, IP addresses and pydantic's
+    URL and DSN types as pydantic writes them (ISO 8601 and so on).
+
+    Refused with :class:`JsonConversionError`: NaN and infinities, lone
+    surrogates, integers longer than Python writes, non-UTF-8 bytes, iterators and
+    generators (converting would consume them), complex numbers, other key types
+    (tuples, floats, ``None``, ``bool``), reference cycles, nesting deeper than
+    :data:`MAX_JSON_DEPTH`, and every type not listed.
+    """
+    try:
+        return _Converter().convert(value, 0)
+    except JsonConversionError:
+        raise
+    except RecursionError:
+        raise JsonConversionError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except Exception as exc:  # a property, a model serializer or __eq__ raised while being read
+        raise JsonConversionError(f"reading the value raised {describe_exception(exc)}") from None
+
+
+def to_json_text(value: Any) -> str:
+    """Canonical JSON text of ``value`` converted by :func:`to_json_value`; raises only ``TypeError``."""
+    plain = to_json_value(value)
+    try:
+        return canonical_json(plain)
+    except (ValueError, RecursionError) as exc:  # pragma: no cover - the converter checked both
+        raise JsonConversionError(f"value is not JSON-serializable: {exc}") from None
+
+
+# -------------------------------------------------------------- arguments
 class InvalidArgumentsJson(ValueError):
-    """The model's raw argument text is not one JSON object."""
+    """The model's raw argument text is not one JSON object within the limits."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentLimits:
+    """Bounds on a model's raw argument text, checked before it is parsed.
+
+    ``max_chars``: the longest argument text accepted, in characters (code
+    points); default 1,048,576. ``max_depth``: how deeply arrays and objects may
+    nest (``{}`` is depth 1, ``{"a": [1]}`` depth 2); default 64, the default of
+    .NET's ``System.Text.Json``; at most :data:`MAX_JSON_DEPTH`. Text over either
+    bound is refused (INVALID_ARGS) after a linear scan, without parsing it.
+    """
+
+    max_chars: int = 1_048_576
+    max_depth: int = 64
+
+    def __post_init__(self) -> None:
+        for field, value in (("max_chars", self.max_chars), ("max_depth", self.max_depth)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"ArgumentLimits.{field} must be a positive int, got {value!r}")
+        if self.max_depth > MAX_JSON_DEPTH:
+            raise ValueError(f"ArgumentLimits.max_depth must be at most {MAX_JSON_DEPTH}, got {self.max_depth}")
+
+
+DEFAULT_ARGUMENT_LIMITS = ArgumentLimits()
+
+# A JSON string literal (possessive, so hostile quoting stays linear; an unterminated one runs to the end).
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]++|\\.)*+"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _nesting_depth(raw: str, limit: int) -> int:
+    """The deepest bracket nesting outside string literals, or 0 when it cannot exceed ``limit``."""
+    if raw.count("[") + raw.count("{") <= limit:
+        return 0
+    brackets = _NOT_BRACKET.sub("", _STRING_LITERAL.sub("", raw))
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
 
 
 def _reject_constant(name: str) -> Any:
-    raise InvalidArgumentsJson(f"{name} is not valid JSON")
+    raise InvalidArgumentsJson(f"arguments are not valid JSON: {name} is not a JSON number")
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Parse a model's raw arguments; empty text means no arguments.
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidArgumentsJson(f"arguments are not valid JSON: the number {text[:40]} is out of range")
+    return value
 
-    Models often send ``""`` for parameterless tools, so blank text is ``{}``.
-    Anything else must be a single JSON object, without NaN or Infinity.
+
+@dataclass(frozen=True, slots=True)
+class ParsedArguments:
+    """A model's arguments after :func:`read_arguments`: the object and its canonical text."""
+
+    value: dict[str, Any]
+    json: str
+
+
+def read_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) -> ParsedArguments:
+    """Parse a model's raw argument text into one JSON object, or raise :class:`InvalidArgumentsJson`.
+
+    Blank text (empty or whitespace) means no arguments, ``{}``: models often
+    send ``""`` for parameterless tools. Anything else must be a single JSON
+    object within ``limits``, with finite numbers, integers Python can read, and
+    strings that are valid Unicode (an escaped lone surrogate such as
+    ``"\\ud800"`` is refused). Never raises anything but ``InvalidArgumentsJson``.
     """
     if not isinstance(raw, str):
         raise InvalidArgumentsJson(f"arguments must be JSON text, got {type(raw).__name__}")
+    if len(raw) > limits.max_chars:
+        raise InvalidArgumentsJson(f"arguments are {len(raw)} characters long; the limit is {limits.max_chars}")
     if not raw.strip():
-        return {}
+        return ParsedArguments({}, "{}")
+    if not is_valid_text(raw):
+        raise InvalidArgumentsJson("arguments are not valid Unicode text (they hold a lone surrogate)")
+    depth = _nesting_depth(raw, limits.max_depth)
+    if depth > limits.max_depth:
+        raise InvalidArgumentsJson(f"arguments nest {depth} levels deep; the limit is {limits.max_depth}")
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgumentsJson(f"arguments are not valid JSON: {exc}") from None
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except InvalidArgumentsJson:
+        raise
+    except RecursionError:
+        raise InvalidArgumentsJson("arguments nest too deeply to parse") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer over Python's digit limit
+        raise InvalidArgumentsJson(f"arguments are not valid JSON: {safe_text(str(exc))}") from None
     if not isinstance(value, dict):
         raise InvalidArgumentsJson(f"arguments must be a JSON object, got {type(value).__name__}")
-    return value
+    text = canonical_json(value)
+    if not is_valid_text(text):
+        raise InvalidArgumentsJson("arguments hold a string that is not valid Unicode (an escaped lone surrogate)")
+    return ParsedArguments(value, text)
+
+
+def parse_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) -> dict[str, Any]:
+    """The argument object of :func:`read_arguments`."""
+    return read_arguments(raw, limits).value
 
 
 class ToolSchemaSnapshot(BaseModel):
@@ -99,11 +442,44 @@ class ToolSchemaSnapshot(BaseModel):
     parameters: dict[str, Any]
 
 
+# --------------------------------------------------------------- schemas
+class _NoRetrieval(Exception):
+    pass
+
+
+def _refuse_retrieval(uri: str) -> referencing.Resource[Any]:
+    raise _NoRetrieval(f"{uri} is not part of the schema and is never fetched")
+
+
+def _check_references(resolver: "referencing._core.Resolver[Any]", resource: referencing.Resource[Any]) -> None:
+    """Resolve every ``$ref`` / ``$dynamicRef`` of a schema now, with retrieval refused.
+
+    Walks only real subschemas (``referencing`` knows which keywords hold them),
+    so a ``"$ref"`` key inside ``const`` or ``enum`` data is not mistaken for one.
+    """
+    contents = resource.contents
+    if isinstance(contents, Mapping):
+        for keyword in ("$ref", "$dynamicRef"):
+            ref = contents.get(keyword)
+            if isinstance(ref, str):
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    raise ValueError(
+                        f"json_schema {keyword} {ref!r} does not resolve inside the schema "
+                        "(remote references are refused; use $defs)"
+                    ) from None
+    for subresource in resource.subresources():
+        _check_references(resolver.in_subresource(subresource), subresource)
+
+
 class ArgumentValidator:
     """A compiled JSON-schema check for one tool's arguments.
 
     The schema is checked once, at registration, so a malformed schema is a
-    registration error and never a per-call surprise.
+    registration error and never a per-call surprise. Every reference must
+    resolve inside the schema (``#/$defs/...``, embedded ``$id`` s, the standard
+    meta-schemas): nothing is ever retrieved, at registration or per call.
     """
 
     __slots__ = ("schema_json", "_validator")
@@ -112,15 +488,24 @@ class ArgumentValidator:
         if not isinstance(schema, Mapping):
             raise TypeError(f"json_schema must be a mapping, got {type(schema).__name__}")
         plain = to_json_value(dict(schema))
-        if plain.get("type") != "object":
-            raise ValueError(f'json_schema must be a JSON object schema ("type": "object"), got {plain.get("type")!r}')
+        if "type" not in plain:  # MEAI's default AIFunction schema is {}: no "type" means any object
+            plain = {"type": "object", **plain}
+        if plain["type"] != "object":
+            raise ValueError(f'json_schema must be a JSON object schema ("type": "object"), got {plain["type"]!r}')
         cls = jsonschema.validators.validator_for(plain, default=jsonschema.Draft202012Validator)
         try:
             cls.check_schema(plain)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"json_schema is not a valid JSON schema: {exc.message}") from None
+        dialect = plain.get("$schema")
+        specification = referencing.jsonschema.specification_with(
+            dialect if isinstance(dialect, str) else "", default=referencing.jsonschema.DRAFT202012
+        )
+        resource = specification.create_resource(plain)
+        registry: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+        _check_references(SPECIFICATIONS.combine(registry).resolver_with_root(resource), resource)
         self.schema_json = canonical_json(plain)
-        self._validator = cls(plain)
+        self._validator = cls(plain, registry=registry)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -132,4 +517,4 @@ class ArgumentValidator:
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)
-        return f"{where}: {error.message}" if where else error.message
+        return safe_text(f"{where}: {error.message}" if where else error.message)

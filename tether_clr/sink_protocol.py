@@ -16,7 +16,13 @@ __all__ = ["ToolCallSink"]
 
 
 class ToolCallSink(Protocol):
-    """Where a batch records what happened, durably, in model order."""
+    """Where a batch records what happened, durably, in model order.
+
+    While either method is awaited, :func:`tether_clr.current_declaration` names
+    the call it is about, so a sink can pair each outcome with its own
+    declaration even when a provider reuses call ids (``call_0``, ``call_1``...)
+    in every step.
+    """
 
     async def call_declared(self, call: ToolCall) -> None: ...
 

@@ -20,7 +20,7 @@ from .cancellation import CancellationToken
 from .errors import ToolArgumentError
 from .schema import detach
 
-__all__ = ["PythonFunction", "Tool", "as_concurrency_predicate"]
+__all__ = ["PythonFunction", "Tool", "as_approval_predicate", "as_concurrency_predicate"]
 
 
 @runtime_checkable
@@ -28,7 +28,10 @@ class Tool(Protocol):
     """Anything the registry can host.
 
     A tool may also define ``is_concurrency_safe(arguments) -> bool``; the
-    registration option of the same name takes precedence over it.
+    registration option of the same name takes precedence over it. A tool may
+    define ``requires_approval`` (a bool, or a predicate over the parsed
+    arguments): a real ``ApprovalRequiredAIFunction`` does; it adds to, and is
+    never loosened by, the registration option of the same name.
     """
 
     @property
@@ -199,4 +202,17 @@ def as_concurrency_predicate(value: Callable[[Any], Any] | bool) -> Callable[[An
         return lambda _arguments: value
     if not callable(value):
         raise TypeError("is_concurrency_safe must be a bool or a callable taking the arguments")
+    return value
+
+
+def as_approval_predicate(value: Callable[[Any], Any] | bool) -> Callable[[Any], Any]:
+    """A bool means "always"/"never"; a callable is asked per call with the parsed arguments.
+
+    The pipeline treats any answer but an exact ``False`` (including raising) as
+    "approval required", so a wrong or broken predicate fails closed.
+    """
+    if isinstance(value, bool):
+        return lambda _arguments: value
+    if not callable(value):
+        raise TypeError("requires_approval must be None, a bool or a callable taking the arguments")
     return value

@@ -28,7 +28,7 @@ from .catalog.authority import scopes_now
 from .catalog.lifecycle import ToolStatus
 from .catalog.records import DiscoveryResult, Omission, ReauthorizationReason, ToolBinding
 from .context import RequestContext
-from .schema import ArgumentValidator, ToolSchemaSnapshot
+from .schema import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits, ArgumentValidator, ToolSchemaSnapshot
 from .scope import AgentPipelineScope
 from .tools import Tool
 
@@ -44,8 +44,9 @@ class _ToolEntry:
 
     ``record`` is the live registration it came from (the registry replaces
     ``record.entry`` when the status or metadata changes, and clears
-    ``record.alive`` on disposal); ``allow_identity_parameters`` is kept for
-    the DRAFT -> VALIDATED checks.
+    ``record.alive`` on disposal); ``approval`` holds the tool's and the
+    registration's approval predicates; ``allow_identity_parameters`` is kept
+    for the DRAFT -> VALIDATED checks.
     """
 
     tool: Tool
@@ -56,6 +57,7 @@ class _ToolEntry:
     concurrency: Callable[[Any], Any] | None
     candidate: ToolCandidate
     record: _Record
+    approval: tuple[Callable[[Any], Any], ...] = ()
     allow_identity_parameters: bool = False
 
     def declaration(self) -> ToolSchemaSnapshot:
@@ -95,20 +97,23 @@ class SealedToolCatalogView:
     one (an alias never shadows a primary name; no fuzzy matching). The
     catalog fields (``context``, ``bindings``, ``registry_revision``,
     ``policy_revision``, ``digest``) are ``None`` on a plain view.
+    ``argument_limits`` are the registry's :class:`ArgumentLimits` when it was sealed.
     """
 
-    __slots__ = ("scope", "_entries", "_registry", "_aliases", "_names")
+    __slots__ = ("scope", "_entries", "_registry", "_aliases", "_names", "argument_limits")
 
     def __init__(
         self,
         registry: ToolRegistry,
         scope: AgentPipelineScope | None,
         entries: Mapping[str, _ToolEntry],
+        argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
         aliases: Mapping[str, str] | None = None,
         order: Sequence[str] | None = None,
     ) -> None:
         self._registry = registry
         self.scope = scope
+        self.argument_limits = argument_limits
         self._entries = MappingProxyType(dict(entries))
         self._aliases: Mapping[str, str] = MappingProxyType(dict(aliases or {}))
         self._names = tuple(order) if order is not None else tuple(sorted(self._entries, key=ordinal_key))
@@ -211,7 +216,9 @@ class ToolAssembly(SealedToolCatalogView):
         registry_revision: int,
         policy_revision: int,
     ) -> None:
-        super().__init__(registry, scope, entries, selection.aliases, [c.model_name for c in selection.chosen])
+        super().__init__(
+            registry, scope, entries, registry.argument_limits, selection.aliases, [c.model_name for c in selection.chosen]
+        )
         self._selection = selection
         self._registry_revision = registry_revision
         self._policy_revision = policy_revision

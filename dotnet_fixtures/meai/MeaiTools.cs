@@ -1,14 +1,36 @@
 // Real Microsoft.Extensions.AI functions, compiled only when the package is
-// available (TETHER_MEAI_DIR or a NuGet cache); the tests that use them skip otherwise.
+// available (TETHER_MEAI_DIR or a NuGet cache); the tests that use them skip
+// otherwise (and fail with TETHER_REQUIRE_MEAI=1). Each group below is the shape
+// of one defect found with the real assemblies (issue 7), written the way a
+// MEAI user writes tools.
+//
+// mcs: Mono's mscorlib has its own ValueTask, so the package's one (which an
+// AIFunction subclass must override with) is named through an extern alias.
+extern alias STTE;
+
 using System;
 using System.Collections.Generic;
 using System.ComponentModel;
+using System.Reflection;
+using System.Text.Json;
+using System.Threading;
 using Microsoft.Extensions.AI;
+using ValueTaskOfObject = STTE::System.Threading.Tasks.ValueTask<object>;
 
 namespace Tether.Fixtures.Meai
 {
+    [AttributeUsage(AttributeTargets.Method | AttributeTargets.Class)]
+    public sealed class ConcurrencySafeAttribute : Attribute { }
+
     public static class MeaiTools
     {
+        static AIFunction FromMethod(Type type, string method)
+        {
+            // (object)null: with mcs, a bare null binds the wrong Create overload.
+            var info = type.GetMethod(method, BindingFlags.Public | BindingFlags.NonPublic | BindingFlags.Static);
+            return AIFunctionFactory.Create(info, (object)null, new AIFunctionFactoryOptions());
+        }
+
         public static AIFunction Multiply
         {
             get { return AIFunctionFactory.Create((Func<int, int, int>)((a, b) => a * b), "Multiply", "Multiplies two integers."); }
@@ -23,6 +45,168 @@ namespace Tether.Fixtures.Meai
         public static FunctionCallContent SampleCall()
         {
             return new FunctionCallContent("call-1", "Multiply", new Dictionary<string, object> { { "a", 6 }, { "b", 7 } });
+        }
+
+        // 1. Approval: an ApprovalRequiredAIFunction must never run unapproved.
+        public static int DangerousRuns;
+
+        public static AIFunction Dangerous
+        {
+            get
+            {
+                return new ApprovalRequiredAIFunction(AIFunctionFactory.Create(
+                    (Func<string, string>)(target => { Interlocked.Increment(ref DangerousRuns); return "destroyed " + target; }),
+                    "Dangerous", "Destroys a target."));
+            }
+        }
+
+        // 2. A call whose argument text its client could not parse: Exception set, Arguments null.
+        public static FunctionCallContent UnparsableCall()
+        {
+            return FunctionCallContent.CreateFromParsedArguments(
+                "{\"city\": \"Par", "call-2", "Forecast",
+                (Func<string, IDictionary<string, object>>)(text => JsonSerializer.Deserialize<Dictionary<string, object>>(text, (JsonSerializerOptions)null)));
+        }
+
+        // 4. A subclass that keeps MEAI's default schema ({}), and one declaring a non-object schema.
+        public static AIFunction Echo { get { return new EchoFunction(); } }
+
+        public static object StringSchemaFunction() { return new StringSchemaFunction(); }
+
+        // 5. A result with a cycle (System.Text.Json refuses it after the body ran), a binding
+        // failure the JSON schema lets through (not a date), and a body that throws ArgumentException.
+        public static AIFunction Cyclic
+        {
+            get
+            {
+                return AIFunctionFactory.Create(
+                    (Func<string, Node>)(name => { var node = new Node { Name = name }; node.Next = node; return node; }),
+                    "Cyclic", "Returns a node that points at itself.");
+            }
+        }
+
+        public static int ScheduleRuns;
+
+        public static AIFunction Schedule
+        {
+            get
+            {
+                return AIFunctionFactory.Create(
+                    (Func<DateTime, int>)(when => { Interlocked.Increment(ref ScheduleRuns); return when.Year; }),
+                    "Schedule", "Schedules at a date.");
+            }
+        }
+
+        public static AIFunction Picky
+        {
+            get { return AIFunctionFactory.Create((Func<int, int>)(n => { throw new ArgumentException("n is odd", "n"); }), "Picky", "Rejects its input itself."); }
+        }
+
+        // 6. [ConcurrencySafe] on the underlying method, and on its declaring type.
+        public static AIFunction Peek { get { return FromMethod(typeof(Lookups), "Peek"); } }
+
+        public static AIFunction Look { get { return FromMethod(typeof(SafeLookups), "Look"); } }
+
+        // 7. Services and context, as FunctionInvokingChatClient passes them.
+        public static AIFunction Greeter { get { return FromMethod(typeof(MeaiTools), "GreetWith"); } }
+
+        public static AIFunction WhoAmI { get { return FromMethod(typeof(MeaiTools), "Tenant"); } }
+
+        static string GreetWith(IServiceProvider services, string name)
+        {
+            var greeting = (IGreeting)services.GetService(typeof(IGreeting));
+            if (greeting == null) throw new InvalidOperationException("no IGreeting service is registered");
+            return greeting.Hello(name);
+        }
+
+        static string Tenant(AIFunctionArguments arguments)
+        {
+            object tenant;
+            return arguments.Context != null && arguments.Context.TryGetValue("tenant", out tenant) ? (string)tenant : "none";
+        }
+
+        public static IServiceProvider MakeServices(string greeting) { return new GreetingServices(greeting); }
+
+        public static IServiceProvider EmptyServices() { return new GreetingServices(null); }
+
+        // 8. Unknown argument names: Multiply's schema lists a and b only.
+    }
+
+    // 3. A [Description] method that is also exposed as an AIFunction: one tool, the AIFunction.
+    public static class Weather
+    {
+        public static int ForecastRuns;
+
+        [Description("Forecast for a city.")]
+        public static string Forecast(string city)
+        {
+            Interlocked.Increment(ref ForecastRuns);
+            return "sunny in " + city;
+        }
+
+        public static AIFunction ForecastFunction
+        {
+            get { return AIFunctionFactory.Create(typeof(Weather).GetMethod("Forecast"), (object)null, new AIFunctionFactoryOptions()); }
+        }
+    }
+
+    public static class Lookups
+    {
+        [ConcurrencySafe]
+        public static int Peek(int key) { return key; }
+    }
+
+    [ConcurrencySafe]
+    public static class SafeLookups
+    {
+        public static int Look(int key) { return key + 1; }
+    }
+
+    public sealed class Node
+    {
+        public string Name { get; set; }
+        public Node Next { get; set; }
+    }
+
+    public interface IGreeting { string Hello(string name); }
+
+    sealed class GreetingServices : IServiceProvider, IGreeting
+    {
+        readonly string _greeting;
+
+        public GreetingServices(string greeting) { _greeting = greeting; }
+
+        public object GetService(Type serviceType)
+        {
+            return serviceType == typeof(IGreeting) && _greeting != null ? this : null;
+        }
+
+        public string Hello(string name) { return _greeting + ", " + name; }
+    }
+
+    public sealed class EchoFunction : AIFunction
+    {
+        public override string Name { get { return "Echo"; } }
+
+        public override string Description { get { return "Counts its arguments; keeps MEAI's default schema."; } }
+
+        protected override ValueTaskOfObject InvokeCoreAsync(AIFunctionArguments arguments, CancellationToken cancellationToken)
+        {
+            return new ValueTaskOfObject("echo " + arguments.Count);
+        }
+    }
+
+    public sealed class StringSchemaFunction : AIFunction
+    {
+        static readonly JsonElement Schema = JsonDocument.Parse("{\"type\":\"string\"}").RootElement.Clone();
+
+        public override string Name { get { return "Stringy"; } }
+
+        public override JsonElement JsonSchema { get { return Schema; } }
+
+        protected override ValueTaskOfObject InvokeCoreAsync(AIFunctionArguments arguments, CancellationToken cancellationToken)
+        {
+            return new ValueTaskOfObject("never");
         }
     }
 }

@@ -14,6 +14,7 @@ from .build import (
     ClrBuildError,
     build_bridge,
     build_fixtures,
+    build_meai_fixtures,
     cache_dir,
     compile_library,
 )
@@ -25,7 +26,7 @@ from .functions import (
     load_assembly,
     wrap_aifunction,
 )
-from .records import to_clr_function_result
+from .records import function_call_to_tool_call, to_clr_function_result
 from .runtime import ClrRuntime, ClrUnavailableError, current_runtime, load_runtime
 
 __all__ = [
@@ -36,11 +37,13 @@ __all__ = [
     "add_probe_directory",
     "build_bridge",
     "build_fixtures",
+    "build_meai_fixtures",
     "cache_dir",
     "compile_library",
     "current_runtime",
     "discover_functions",
     "find_meai_directories",
+    "function_call_to_tool_call",
     "load_assembly",
     "load_meai",
     "load_runtime",

@@ -20,7 +20,15 @@ from pathlib import Path
 
 from ..errors import TetherError
 
-__all__ = ["ClrBuildError", "build_bridge", "build_fixtures", "cache_dir", "compile_library", "source_root"]
+__all__ = [
+    "ClrBuildError",
+    "build_bridge",
+    "build_fixtures",
+    "build_meai_fixtures",
+    "cache_dir",
+    "compile_library",
+    "source_root",
+]
 
 _MCS_REFERENCES = ("System.dll", "System.Core.dll")
 
@@ -39,9 +47,16 @@ def cache_dir() -> Path:
 
 
 def source_root() -> Path:
-    """Where ``bridge/`` and ``dotnet_fixtures/`` live: ``$TETHER_SOURCE_ROOT`` or the checkout."""
+    """Where ``bridge/`` and ``dotnet_fixtures/`` live.
+
+    ``$TETHER_SOURCE_ROOT`` when set; else the copy a wheel ships as package
+    data (``tether_clr/clr/_sources``); else the source checkout this module sits in.
+    """
     explicit = os.environ.get("TETHER_SOURCE_ROOT")
-    return Path(explicit) if explicit else Path(__file__).resolve().parents[2]
+    if explicit:
+        return Path(explicit)
+    packaged = Path(__file__).resolve().parent / "_sources"
+    return packaged if (packaged / "bridge").is_dir() else Path(__file__).resolve().parents[2]
 
 
 def _sources(folder: str) -> list[Path]:
@@ -49,8 +64,8 @@ def _sources(folder: str) -> list[Path]:
     files = sorted(directory.glob("*.cs"))
     if not files:
         raise ClrBuildError(
-            f"no C# sources in {directory}: tether_clr builds its .NET bridge from a source checkout "
-            "(set TETHER_SOURCE_ROOT to one)"
+            f"no C# sources in {directory}: reinstall tether_clr from its wheel or a checkout, "
+            "or set TETHER_SOURCE_ROOT to a checkout"
         )
     return files
 
@@ -75,11 +90,16 @@ def _digest(name: str, sources: Sequence[Path], references: Sequence[str | Path]
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
     for reference in references:
-        path = Path(reference)
+        path = _reference_path(reference)
         digest.update(str(reference).encode() + b"\0")
         if path.is_file():
             digest.update(path.read_bytes())
     return digest.hexdigest()[:20]
+
+
+def _reference_path(reference: str | Path) -> Path:
+    """A reference is a path, or ``alias=path`` (an mcs extern alias)."""
+    return Path(str(reference).split("=", 1)[-1]) if "=" in str(reference) else Path(reference)
 
 
 def _run(command: list[str], cwd: Path | None = None) -> None:
@@ -92,6 +112,10 @@ def _run(command: list[str], cwd: Path | None = None) -> None:
 def _compile_mcs(name: str, sources: Sequence[Path], references: Sequence[str | Path], out: Path) -> None:
     command = ["mcs", "-target:library", "-langversion:7.2", "-optimize+", "-nologo", f"-out:{out}"]
     command += [f"-r:{ref}" for ref in (*_MCS_REFERENCES, *references)]
+    # mcs resolves netstandard-built references (Microsoft.Extensions.AI) through Mono's facade.
+    facade = _mono_netstandard_facade() if references else None
+    if facade is not None and not any(_reference_path(ref).name == "netstandard.dll" for ref in references):
+        command.append(f"-r:{facade}")
     _run(command + [str(source) for source in sources])
 
 
@@ -150,9 +174,43 @@ def compile_library(name: str, sources: Sequence[Path], references: Sequence[str
     return target
 
 
+def _mono_netstandard_facade() -> Path | None:
+    mcs = shutil.which("mcs")
+    if mcs is None:
+        return None
+    for prefix in (Path(mcs).resolve().parents[1], Path("/usr")):
+        facade = prefix / "lib" / "mono" / "4.5" / "Facades" / "netstandard.dll"
+        if facade.is_file():
+            return facade
+    return None
+
+
 def build_bridge() -> Path:
     return compile_library("TetherBridge", _sources("bridge"))
 
 
 def build_fixtures() -> Path:
     return compile_library("TetherFixtures", _sources("dotnet_fixtures"))
+
+
+# What the MEAI fixtures reference. System.Threading.Tasks.Extensions and System.Memory come
+# under extern aliases: their ValueTask / Span clash with the ones in Mono's mscorlib, yet mcs
+# must see them to resolve System.Text.Json's overloads.
+_MEAI_REFERENCES = (
+    "Microsoft.Extensions.AI.Abstractions.dll",
+    "Microsoft.Extensions.AI.dll",
+    "System.Text.Json.dll",
+    "Microsoft.Bcl.AsyncInterfaces.dll",
+)
+
+
+def build_meai_fixtures(meai_dir: str | os.PathLike[str]) -> Path:
+    """Compile ``dotnet_fixtures/meai/`` (real AIFunctions) against the MEAI assemblies in ``meai_dir``."""
+    folder = Path(meai_dir).resolve()
+    aliased = {"STTE": "System.Threading.Tasks.Extensions.dll", "SM": "System.Memory.dll"}
+    missing = [name for name in (*_MEAI_REFERENCES, *aliased.values()) if not (folder / name).is_file()]
+    if missing:
+        raise ClrBuildError(f"{folder} lacks {', '.join(missing)}: point it at the Microsoft.Extensions.AI assemblies")
+    references: list[str | Path] = [folder / name for name in _MEAI_REFERENCES]
+    references += [f"{alias}={folder / name}" for alias, name in aliased.items()]
+    return compile_library("TetherMeaiFixtures", _sources("dotnet_fixtures/meai"), references)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +35,19 @@ __all__ = [
 
 
 class ClrFunction:
-    """A .NET tool: a ``[Description]`` method wrapped by the bridge, or a real AIFunction."""
+    """A .NET tool: a ``[Description]`` method wrapped by the bridge, or a real AIFunction.
+
+    One rule for argument names, for both kinds: a name the declared schema does
+    not list is refused (INVALID_ARGS, the body never runs), unless the schema
+    itself admits more (``additionalProperties`` other than ``false``, or
+    ``patternProperties``). A wrapped method's schema says
+    ``"additionalProperties": false``; an AIFunction's usually says nothing, and
+    MEAI would silently drop the extra names, so the bridge checks them.
+
+    ``requires_approval`` is True for an ``ApprovalRequiredAIFunction`` (found
+    the way MEAI's FunctionInvokingChatClient finds it, through ``GetService``):
+    the registry then puts every call through the approval step.
+    """
 
     def __init__(self, handle: Any, kind: Literal["method", "aifunction"]) -> None:
         self._handle = handle
@@ -44,10 +56,13 @@ class ClrFunction:
         self._description = str(handle.Description or "")
         self._schema_json = str(handle.JsonSchema)
         self._concurrency_safe = bool(handle.IsConcurrencySafe)
-        task_bridge = bridge().TaskBridge
-        # Only the bridge's own binder failing means "bad arguments" for a wrapped method; an
-        # AIFunction reports bad arguments the way Microsoft.Extensions.AI does (ArgumentException, JsonException).
-        self._is_argument_error = task_bridge.IsBindingError if kind == "method" else task_bridge.IsArgumentError
+        self.requires_approval: bool | None = True if kind == "aifunction" and bool(handle.RequiresApproval) else None
+        native = bridge()
+        # Only a failure before the body ran means "bad arguments": the bridge's own binder for a
+        # wrapped method; for an AIFunction also MEAI's parameter marshalling (decided by the stage).
+        self._is_argument_error = (
+            native.TaskBridge.IsBindingError if kind == "method" else native.AIFunctionHandle.FailedWhileBinding
+        )
 
     @property
     def name(self) -> str:
@@ -80,13 +95,25 @@ class ClrFunction:
 
 
 def load_assembly(path: str | os.PathLike[str]) -> Any:
-    """Load a .NET assembly by path (loading the runtime and the bridge first)."""
-    path = Path(path)
+    """Load a .NET assembly by path (loading the runtime and the bridge first).
+
+    Its own folder becomes a probe folder, so an assembly loaded from a build
+    output folder finds its dependencies (Microsoft.Extensions.AI,
+    System.Text.Json, ...) there, with no environment variable. On CoreCLR tool
+    assemblies share one load context of their own in which a folder's newer
+    copy of a framework assembly wins over the runtime's (System.Text.Json 10
+    beside .NET 8's 8.0), as an app's ``bin/`` folder does; the runtime's own
+    copy is used when it is as new.
+    """
+    path = Path(os.path.abspath(path))  # not resolve(): a symlinked DLL's folder is still its folder
     if not path.is_file():
         raise FileNotFoundError(f"no .NET assembly at {path}")
-    bridge()
+    probe = bridge().AssemblyProbe
     try:
-        return clr_add_reference(path.resolve())
+        assembly = probe.LoadToolAssembly(str(path))
+        if not probe.HasLoadContexts:
+            assembly = clr_add_reference(path)  # Mono: make its namespaces importable
+        return assembly
     except Exception as exc:
         raise ClrUnavailableError(f"could not load {path}: {exc}") from exc
 
@@ -97,18 +124,21 @@ def _missing_dependency(error: Any) -> str:
     return ", ".join(names) or str(error)
 
 
-def discover_functions(assembly: Any) -> list[ClrFunction]:
+def discover_functions(assembly: Any, *, services: Any = None, context: Mapping[Any, Any] | None = None) -> list[ClrFunction]:
     """Every tool an assembly exposes, in ordinal type then member order.
 
     (a) real ``Microsoft.Extensions.AI.AIFunction`` instances from public static
     properties or parameterless static methods typed as AIFunction (or a
     sequence of them), recognised by type name, so no compile-time reference is
     needed; (b) public methods marked ``System.ComponentModel.DescriptionAttribute``.
+    A method that is also exposed as an AIFunction (its ``UnderlyingMethod``)
+    is one tool, the AIFunction: that is how MEAI tools are usually written.
+    ``services`` and ``context`` go to every AIFunction (see :func:`wrap_aifunction`).
     """
     native = bridge()
     try:
         methods = list(native.Discovery.DescribedMethods(assembly))
-        functions = list(native.Discovery.AIFunctions(assembly))
+        objects = list(native.Discovery.AIFunctions(assembly))
     except Exception as exc:
         if "ReflectionTypeLoadException" in type(exc).__name__ or hasattr(exc, "LoaderExceptions"):
             raise ClrUnavailableError(
@@ -116,20 +146,49 @@ def discover_functions(assembly: Any) -> list[ClrFunction]:
                 "set TETHER_MEAI_DIR to a folder with Microsoft.Extensions.AI.Abstractions.dll and its dependencies"
             ) from exc
         raise
-    return [ClrFunction(handle, "method") for handle in methods] + [wrap_aifunction(f) for f in functions]
+    functions = [wrap_aifunction(f, services=services, context=context) for f in objects]
+    wrapped = [handle for handle in methods if not any(f._handle.Wraps(handle.Method) for f in functions)]
+    return [ClrFunction(handle, "method") for handle in wrapped] + functions
 
 
-def wrap_aifunction(function: Any, *, is_concurrency_safe: bool = False) -> ClrFunction:
-    """Wrap one ``Microsoft.Extensions.AI.AIFunction`` object; EXCLUSIVE unless declared safe."""
+def wrap_aifunction(
+    function: Any,
+    *,
+    is_concurrency_safe: bool = False,
+    services: Any = None,
+    context: Mapping[Any, Any] | None = None,
+) -> ClrFunction:
+    """Wrap one ``Microsoft.Extensions.AI.AIFunction`` object; EXCLUSIVE unless declared safe.
+
+    ``services`` (a .NET ``IServiceProvider``) and ``context`` (copied into a
+    fresh .NET dictionary for every call) are passed as
+    ``AIFunctionArguments.Services`` / ``.Context``, as MEAI's own
+    FunctionInvokingChatClient passes them. A function that needs an
+    ``IServiceProvider`` the host did not give fails TOOL_ERROR (a host set-up
+    fault), not INVALID_ARGS. ``[ConcurrencySafe]`` counts on the function's
+    type, its ``UnderlyingMethod`` or that method's declaring type.
+    """
     try:
-        handle = bridge().AIFunctionHandle(function, is_concurrency_safe)
+        handle = bridge().AIFunctionHandle(function, is_concurrency_safe, services, _dotnet_context(context))
     except Exception as exc:
         raise TypeError(f"cannot wrap {function!r} as an AIFunction: {exc}") from exc
     return ClrFunction(handle, "aifunction")
 
 
+def _dotnet_context(context: Mapping[Any, Any] | None) -> Any:
+    if context is None:
+        return None
+    from System import Object  # type: ignore[import-not-found]
+    from System.Collections.Generic import Dictionary  # type: ignore[import-not-found]
+
+    dictionary = Dictionary[Object, Object]()
+    for key, value in context.items():
+        dictionary[key] = value
+    return dictionary
+
+
 def add_probe_directory(directory: str | os.PathLike[str]) -> None:
-    """Let the runtime resolve dependencies (e.g. Microsoft.Extensions.AI) from ``directory``."""
+    """Let tool assemblies resolve dependencies (e.g. Microsoft.Extensions.AI) from ``directory``."""
     bridge().AssemblyProbe.AddDirectory(str(Path(directory).resolve()))
 
 

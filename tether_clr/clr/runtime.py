@@ -8,10 +8,11 @@ kind later is an error that says so instead of a crash.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import TetherError
 
@@ -41,17 +42,18 @@ _lock = threading.Lock()
 _loaded: ClrRuntime | None = None
 
 
-def _coreclr_spec() -> object | None:
+def _coreclr_spec() -> Any:
+    """The newest Microsoft.NETCore.App 8.0 or later that ``DOTNET_ROOT`` or ``dotnet`` on PATH offers."""
     try:
         from clr_loader.util.find import find_runtimes
     except ImportError:  # pragma: no cover - clr_loader ships with pythonnet
         return None
     try:
-        specs = [spec for spec in find_runtimes() if spec.name == "Microsoft.NETCore.App"]
+        specs = [spec for spec in find_runtimes() if spec.name == "Microsoft.NETCore.App" and spec.version_info[0] >= 8]
     except Exception:  # a broken dotnet install must not stop Mono from being used
         logger.debug("probing for CoreCLR failed", exc_info=True)
         return None
-    return max(specs, key=lambda spec: spec.version, default=None)
+    return max(specs, key=lambda spec: spec.version_info, default=None)
 
 
 def _libmono() -> str | None:
@@ -67,7 +69,10 @@ def _libmono() -> str | None:
 def _choose(kind: RuntimeKind) -> Literal["mono", "coreclr"]:
     if kind == "coreclr":
         if _coreclr_spec() is None:
-            raise ClrUnavailableError(f"kind='coreclr' was asked for but no Microsoft.NETCore.App runtime was found; {INSTALL_HINT}")
+            raise ClrUnavailableError(
+                f"kind='coreclr' was asked for but no Microsoft.NETCore.App 8.0+ runtime was found "
+                f"(DOTNET_ROOT or dotnet on PATH); {INSTALL_HINT}"
+            )
         return "coreclr"
     if kind == "mono":
         if _libmono() is None:
@@ -95,14 +100,17 @@ def current_runtime() -> ClrRuntime | None:
     return _loaded
 
 
-def load_runtime(kind: RuntimeKind = "auto") -> ClrRuntime:
+def load_runtime(kind: RuntimeKind | None = None) -> ClrRuntime:
     """Load (once) and describe the .NET runtime.
 
-    ``auto`` picks CoreCLR when a .NET install is found, else Mono. Raises
-    :class:`ClrUnavailableError` when nothing usable is installed or when a
-    different runtime is already loaded in this process.
+    ``kind`` defaults to ``$TETHER_CLR_RUNTIME``, else ``auto``. ``auto`` picks
+    CoreCLR when a .NET 8+ install is found (``DOTNET_ROOT``, or ``dotnet`` on
+    ``PATH``), else Mono. Raises :class:`ClrUnavailableError` when nothing usable
+    is installed or when a different runtime is already loaded in this process.
     """
     global _loaded
+    if kind is None:
+        kind = os.environ.get("TETHER_CLR_RUNTIME") or "auto"  # type: ignore[assignment]
     if kind not in ("auto", "mono", "coreclr"):
         raise ValueError(f"kind must be 'auto', 'mono' or 'coreclr', got {kind!r}")
     with _lock:
@@ -123,7 +131,10 @@ def load_runtime(kind: RuntimeKind = "auto") -> ClrRuntime:
                 # clr_loader warns about Mono < 6.12; Debian 12 ships 6.8, which this project tests against.
                 warnings.filterwarnings("ignore", message="Hosting Mono versions before", category=UserWarning)
                 try:
-                    pythonnet.load(chosen)
+                    if chosen == "coreclr":
+                        pythonnet.load("coreclr", runtime_spec=_coreclr_spec())
+                    else:
+                        pythonnet.load("mono")
                 except Exception as exc:
                     raise ClrUnavailableError(f"loading {chosen} through pythonnet failed: {exc}; {INSTALL_HINT}") from exc
         import clr  # type: ignore[import-not-found]  # noqa: F401  (makes .NET namespaces importable)
