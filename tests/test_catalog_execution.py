@@ -174,22 +174,14 @@ async def test_disable_after_assembly_blocks_old_and_new_snapshots(status: ToolS
     assert ran.bodies == []
 
 
-async def test_a_disabled_tool_runs_again_once_re_enabled() -> None:
+@pytest.mark.parametrize("moves", [(S.DISABLED, S.ACTIVE), (S.DEPRECATED,)], ids=["re-enabled", "deprecated"])
+async def test_a_re_enabled_or_deprecated_version_still_runs_from_an_old_snapshot(moves: tuple[ToolStatus, ...]) -> None:
     registry = ToolRegistry()
     ran = Ran()
     ran.tool(registry, "t")
     assembly = registry.assemble(CTX)
-    registry.set_status("t", "1.0.0", S.DISABLED)
-    registry.set_status("t", "1.0.0", S.ACTIVE)
-    assert codes(await run(registry, assembly, "t")) == [None]
-
-
-async def test_a_deprecated_version_still_runs() -> None:
-    registry = ToolRegistry()
-    ran = Ran()
-    ran.tool(registry, "t")
-    assembly = registry.assemble(CTX)
-    registry.set_status("t", "1.0.0", S.DEPRECATED)
+    for status in moves:
+        registry.set_status("t", "1.0.0", status)
     assert codes(await run(registry, assembly, "t")) == [None]
 
 

@@ -324,16 +324,10 @@ def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolE
 
 
 
-async def execute_batch(
-    registry: ToolRegistry,
-    calls: list[ToolCall],
-    view: SealedToolCatalogView,
-    max_parallelism: int,
-    sink: ToolCallSink | None,
-    cancellation: CancellationToken | None,
-) -> list[ToolExecutionOutcome]:
-    """The executor behind :meth:`ToolRegistry.execute_batch`."""
-    return await BatchRun(registry, calls, view, max_parallelism, sink, cancellation).run()
+def execute_batch(*arguments: Any) -> Awaitable[list[ToolExecutionOutcome]]:
+    """The executor behind :meth:`ToolRegistry.execute_batch`: ``BatchRun(registry, calls, view,
+    max_parallelism, sink, cancellation).run()``."""
+    return BatchRun(*arguments).run()
 
 
 install_batch_executor(execute_batch)
