@@ -400,3 +400,24 @@ def test_digest_changes_when_anything_seen_or_bound_changes() -> None:
     assert registry.assemble(RequestContext("acme", "bob", scopes={"orders:read"})).digest != first
     registry.update_metadata("t", "1.0.0", risk_level="high")  # the revision moved
     assert registry.assemble(CTX).digest != first
+
+
+def test_seal_reflects_every_change_at_once_and_keeps_no_scope_alive() -> None:
+    import gc
+    import weakref
+
+    registry = ToolRegistry()
+    versioned(registry, "t")
+    scope = AgentPipelineScope()
+    assert registry.seal().names == registry.seal(scope).names == ["t"]
+    registry.set_status("t", "1.0.0", S.DISABLED)
+    assert registry.seal().names == registry.seal(scope).names == []
+    registry.set_status("t", "1.0.0", S.ACTIVE)
+    registry.update_metadata("t", "1.0.0", aliases=("old_t",))
+    assert registry.seal(scope).resolve("old_t") is not None
+    versioned(registry, "t", "1.1.0")
+    assert registry.seal(scope).resolve("t").candidate.version == "1.1.0"
+    gone = weakref.ref(scope)
+    del scope
+    gc.collect()
+    assert gone() is None

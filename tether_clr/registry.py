@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -90,6 +91,13 @@ BatchExecutor = Callable[
 """``executor(registry, calls, view, max_parallelism, sink, cancellation) -> outcomes``."""
 
 _batch_executor: BatchExecutor | None = None
+
+
+class _GlobalKey:
+    """Stands for the global layer (``scope=None``) where a weak key is needed."""
+
+
+_GLOBAL = _GlobalKey()
 
 
 def install_batch_executor(executor: BatchExecutor) -> None:
@@ -251,6 +259,10 @@ class ToolRegistry:
         # Index: logical name -> its registrations in every layer (lifecycle calls and the
         # compatibility check look a name up instead of scanning the catalog).
         self._by_logical_name: dict[str, list[_Record]] = {}
+        # seal()'s last selection per scope, valid while the revision is unchanged (weak: scopes come and go).
+        self._sealed: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, _ToolEntry], Mapping[str, str] | None]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._pins: dict[tuple[str, str | None, str | None], ToolPin] = {}
         self._deny_rules: tuple[DenyRule, ...] = ()
         self._authority: Authority | None = None
@@ -370,13 +382,23 @@ class ToolRegistry:
         scope the outer, the highest ACTIVE version wins (pins need a context).
         """
         with self._lock:
-            entries = self._visible_entries(scope)
-        by_candidate = {id(e.candidate): e for e in entries}
-        unshadowed, _ = shadow(e.candidate for e in entries if e.candidate.status.is_callable)
-        chosen, _ = choose_versions(unshadowed)
-        return SealedToolCatalogView(
-            self, scope, {c.model_name: by_candidate[id(c)] for c in chosen}, self.argument_limits, resolve_aliases(chosen)
-        )
+            revision = self._revision
+            cached = self._sealed.get(scope if scope is not None else _GLOBAL)
+            if cached is not None and cached[0] == revision:  # nothing changed since: reuse the selection
+                return SealedToolCatalogView(self, scope, cached[1], self.argument_limits, cached[2])
+            entries = [e for e in self._visible_entries(scope) if e.candidate.status.is_callable]
+        chosen: dict[str, _ToolEntry] = {}
+        for entry in entries:
+            if chosen.setdefault(entry.name, entry) is not entry:  # a name with several candidates: the full rule
+                by_candidate = {id(e.candidate): e for e in entries}
+                unshadowed, _ = shadow(e.candidate for e in entries)
+                chosen = {c.model_name: by_candidate[id(c)] for c in choose_versions(unshadowed)[0]}
+                break
+        aliased = [e.candidate for e in chosen.values() if e.candidate.metadata.aliases]
+        aliases = resolve_aliases(aliased, primary=chosen) if aliased else None
+        with self._lock:
+            self._sealed[scope if scope is not None else _GLOBAL] = (revision, chosen, aliases)
+        return SealedToolCatalogView(self, scope, chosen, self.argument_limits, aliases)
 
     def discover(
         self, context: RequestContext, scope: AgentPipelineScope | None = None, query: CapabilityQuery | None = None

@@ -116,7 +116,7 @@ class SealedToolCatalogView:
         self.argument_limits = argument_limits
         self._entries = MappingProxyType(dict(entries))
         self._aliases: Mapping[str, str] = MappingProxyType(dict(aliases or {}))
-        self._names = tuple(order) if order is not None else tuple(sorted(self._entries, key=ordinal_key))
+        self._names: tuple[str, ...] | None = tuple(order) if order is not None else None  # sorted on first use
 
     def resolve(self, name: str) -> _ToolEntry | None:
         entry = self._entries.get(name)
@@ -130,9 +130,15 @@ class SealedToolCatalogView:
         entry = self._entries.get(name)
         return None if entry is None else entry.tool
 
+    def _ordered(self) -> tuple[str, ...]:
+        names = self._names
+        if names is None:
+            names = self._names = tuple(sorted(self._entries, key=ordinal_key))
+        return names
+
     @property
     def names(self) -> list[str]:
-        return list(self._names)
+        return list(self._ordered())
 
     @property
     def aliases(self) -> Mapping[str, str]:
@@ -140,7 +146,7 @@ class SealedToolCatalogView:
         return self._aliases
 
     def get_declarations(self) -> list[ToolSchemaSnapshot]:
-        return [self._entries[name].declaration() for name in self._names]
+        return [self._entries[name].declaration() for name in self._ordered()]
 
     # ------------------------------------------------------ catalog fields
     @property

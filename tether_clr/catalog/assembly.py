@@ -394,14 +394,16 @@ def _omission_order(item: _Excluded) -> tuple[Any, ...]:
     return (ordinal_key(candidate.logical_name), candidate.semver, candidate.layer, candidate.origin, reason, detail)
 
 
-def resolve_aliases(chosen: Sequence[ToolCandidate]) -> Mapping[str, str]:
+def resolve_aliases(chosen: Sequence[ToolCandidate], primary: Iterable[str] | None = None) -> Mapping[str, str]:
     """Alias -> model name for the chosen tools.
 
-    An alias never shadows a primary name (a chosen tool's model name), and an
-    alias two chosen tools both claim resolves to neither (a warning is
-    logged): a call under it is UNKNOWN_TOOL rather than a guess.
+    An alias never shadows a primary name (a chosen tool's model name, or any
+    of ``primary`` when given: the names of every chosen tool, when only those
+    with aliases are passed), and an alias two chosen tools both claim resolves
+    to neither (a warning is logged): a call under it is UNKNOWN_TOOL rather
+    than a guess.
     """
-    primary = {c.model_name for c in chosen}
+    primary = {c.model_name for c in chosen} if primary is None else set(primary)
     claims: dict[str, set[str]] = {}
     for candidate in chosen:
         for alias in candidate.metadata.aliases:
