@@ -381,6 +381,8 @@ class ToolRegistry:
         and DEPRECATED versions only, a built-in beats a plugin tool, the inner
         scope the outer, the highest ACTIVE version wins (pins need a context).
         """
+        if scope is not None and not isinstance(scope, AgentPipelineScope):
+            raise TypeError(f"scope must be an AgentPipelineScope or None, got {type(scope).__name__}")
         with self._lock:
             revision = self._revision
             cached = self._sealed.get(scope if scope is not None else _GLOBAL)
