@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .cancellation import CancellationToken
 from .schema import canonical_json, to_json_text
-from .text import is_valid_text, safe_text
+from .text import is_valid_text, safe_text_or_value
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -59,10 +59,6 @@ class ToolFailure:
     code: ToolFailureCodes
     message: str
     reason: str | None = None
-
-
-def _safe(text: Any) -> Any:
-    return safe_text(text) if isinstance(text, str) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +146,10 @@ class ToolCall:
             return self
         return replace(
             self,
-            call_id=_safe(self.call_id),
-            name=_safe(self.name),
-            arguments=_safe(self.arguments),
-            parent_call_id=_safe(self.parent_call_id),
+            call_id=safe_text_or_value(self.call_id),
+            name=safe_text_or_value(self.name),
+            arguments=safe_text_or_value(self.arguments),
+            parent_call_id=safe_text_or_value(self.parent_call_id),
         )
 
 
@@ -264,7 +260,7 @@ class ToolExecutionOutcome:
 
         See :func:`tether_clr.schema.to_json_value` for what is converted.
         """
-        return cls(_safe(call_id), _safe(name), to_json_text(value))
+        return cls(safe_text_or_value(call_id), safe_text_or_value(name), to_json_text(value))
 
     @classmethod
     def failed(
@@ -275,8 +271,11 @@ class ToolExecutionOutcome:
         ``reason`` is the machine-readable refinement of ``code``, if any.
         """
         code = ToolFailureCodes(code)
-        message = _safe(message)
-        return cls(_safe(call_id), _safe(name), canonical_json({"message": message}), ToolFailure(code, message, reason))
+        message = safe_text_or_value(message)
+        return cls(
+            safe_text_or_value(call_id), safe_text_or_value(name), canonical_json({"message": message}),
+            ToolFailure(code, message, reason),
+        )
 
     @property
     def value(self) -> Any:

@@ -512,8 +512,16 @@ class ArgumentValidator:
         return json.loads(self.schema_json)
 
     def error_for(self, arguments: Any) -> str | None:
-        """The most relevant validation error, or None when the arguments fit."""
-        error = best_match(self._validator.iter_errors(arguments))
+        """The most relevant validation error, or None when the arguments fit.
+
+        Never raises: a keyword that cannot be evaluated on these values (``multipleOf``
+        on an integer too large for a float, say) is itself a reason to refuse them,
+        so it comes back as the error text (the caller's INVALID_ARGS), fail closed.
+        """
+        try:
+            error = best_match(self._validator.iter_errors(arguments))
+        except Exception as exc:  # RecursionError and OverflowError included
+            return f"arguments cannot be checked against the schema: {describe_exception(exc)}"
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)

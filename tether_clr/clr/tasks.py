@@ -14,6 +14,7 @@ is left running behind the pipeline's back.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,8 @@ from ..cancellation import CancellationToken, OperationCancelledError
 from ..errors import ToolArgumentError, ToolError
 
 __all__ = ["await_dotnet_json", "raise_for_clr_exception"]
+
+logger = logging.getLogger("tether_clr")
 
 
 def raise_for_clr_exception(error: Any, is_argument_error: Callable[[Any], bool]) -> None:
@@ -55,7 +58,12 @@ async def _completion(task: Any, source: Any) -> None:
         try:
             await anyio.wait_readable(read_end)
         except anyio.get_cancelled_exc_class():
-            source.Cancel()
+            # Cancel() runs the .NET token's callbacks; one that throws must not skip the
+            # drain, or the body would go on running after the batch returned.
+            try:
+                source.Cancel()
+            except Exception:
+                logger.warning("a .NET cancellation callback threw; draining the task anyway", exc_info=True)
             with anyio.CancelScope(shield=True):
                 await anyio.wait_readable(read_end)
             raise
