@@ -81,14 +81,15 @@ def best_seconds(fn: Callable[[], object], rounds: int, repeat: int) -> float:
 
 def assemble_rows(rounds: int) -> list[list[str]]:
     rows: list[list[str]] = []
-    base = None
+    previous: float | None = None
     for size in SIZES:
         registry = catalog(size)
         seconds = best_seconds(lambda: registry.assemble(CONTEXT), rounds, max(1, 20_000 // size))
         per_version = seconds / size * 1e6
-        base = base or per_version
+        growth = "-" if previous is None else f"{per_version / previous:.2f}x"
+        previous = per_version
         bound = len(registry.assemble(CONTEXT).bindings)
-        rows.append([f"{size:,}", f"{bound:,}", f"{seconds * 1000:.2f}", f"{per_version:.2f}", f"{per_version / base:.2f}x"])
+        rows.append([f"{size:,}", f"{bound:,}", f"{seconds * 1000:.2f}", f"{per_version:.2f}", growth])
     return rows
 
 
@@ -132,7 +133,7 @@ async def reauthorization_rows(rounds: int) -> list[list[str]]:
 
 
 async def main(write: bool, rounds: int, backend: str) -> None:
-    assembly = table(["tool versions", "bound", "assemble ms", "µs per version", "per-version cost vs 100"],
+    assembly = table(["tool versions", "bound", "assemble ms", "µs per version", "per-version cost vs the size before"],
                      assemble_rows(rounds))
     reauth = table(["re-authorization", "check µs per call", "pre-body step µs per call (incl. scope lookup)"],
                    await reauthorization_rows(rounds))
