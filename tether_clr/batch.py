@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 
 from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
 from .catalog.audit import ToolAuditRecord
@@ -158,6 +159,8 @@ class BatchRun:
         if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
             approval = RecordingApproval(approval, self._hooks, self._told_approval, self._abort)
         self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
+        self._flushes = self._hooks is not None and self._hooks.flushes
+        self._committing = False  # a commit runs behind the delivery
         self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
         self._pool = anyio.Semaphore(max_parallelism)
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
@@ -263,7 +266,7 @@ class BatchRun:
                 break
             declared.append((slot, begun))
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._deliver, slots)
+            tg.start_soon(self._deliver, slots, tg)
             flushed = False
             for slot, begun in declared:
                 if self._fault is not None:
@@ -339,23 +342,31 @@ class BatchRun:
         slot.dispatched = True
         slot.finish(await self._pipeline.execute(execution, entry))
 
-    async def _deliver(self, slots: list[_Slot]) -> None:
+    async def _deliver(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
         """Post-execute, policies, sink and listeners, strictly in model order."""
         try:
-            await self._deliver_in_order(slots)
+            await self._deliver_in_order(slots, behind)
         finally:
             self._deliver_scope = None
 
-    async def _deliver_in_order(self, slots: list[_Slot]) -> None:
+    async def _flush_behind(self) -> None:
+        try:
+            await self._flush()
+        finally:
+            self._committing = False
+
+    async def _deliver_in_order(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None) -> None:
         with anyio.CancelScope() as scope:
             self._deliver_scope = scope
             if self._fault is not None:  # the admit loop failed before this task first ran
                 return
             for slot in slots:
                 if not slot.done.is_set():
-                    # About to wait for a body still running: results ready so far become durable together.
-                    if not await self._flush():
-                        return
+                    # About to wait for a body still running: the results ready so far become durable
+                    # together, in a commit that runs behind the delivery (one at a time) instead of stalling it.
+                    if behind is not None and self._flushes and not self._committing:
+                        self._committing = True
+                        behind.start_soon(self._flush_behind)
                     await slot.done.wait()
                 execution, outcome = slot.execution, slot.outcome
                 assert execution is not None and outcome is not None

@@ -91,5 +91,10 @@ class PostgresSessionStore(SqlSessionStore):
         with db.transaction():
             yield execute
 
+    def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            with self._db.cursor() as cursor:
+                cursor.executemany(_PLACEHOLDER.sub("%s", sql), rows)  # pipelined: one round trip
+
     def _close_connection(self) -> None:
         self._db.close()

@@ -105,5 +105,8 @@ class SqliteSessionStore(SqlSessionStore):
             raise
         db.execute("COMMIT")
 
+    def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        self._db.executemany(sql, rows)
+
     def _close_connection(self) -> None:
         self._db.close()

@@ -177,7 +177,8 @@ class SqlSessionStore(ABC):
             f"SELECT holder, expires - {self._NOW} FROM session_leases WHERE session_id = ?{self._FOR_UPDATE}", (session_id,)
         )
         if rows and rows[0][0] == holder:
-            execute(f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ?", (until, session_id))
+            if acquire:  # a writer's later commits only check it: the renewer keeps it alive
+                execute(f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ?", (until, session_id))
             return
         if not acquire:
             raise SessionLeasedError(session_id, None if not rows else rows[0][0]) from _LostLease(session_id)
@@ -214,11 +215,15 @@ class SqlSessionStore(ABC):
         for row in rows:
             if row.kind == STEP_START:
                 self._check_new_step(execute, session_id, row.turn, row.step)
-            execute(
-                "INSERT INTO session_events (session_id, turn, step, kind, call_id, position, payload, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, row.turn, row.step, row.kind, row.call_id, row.position, row.payload, row.at),
-            )
+        self._insert_many(
+            "INSERT INTO session_events (session_id, turn, step, kind, call_id, position, payload, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(session_id, row.turn, row.step, row.kind, row.call_id, row.position, row.payload, row.at) for row in rows],
+        )
+
+    @abstractmethod
+    def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """One statement for many rows, in order, inside the current transaction (the writer holds the lock)."""
 
     def _check_new_step(self, execute: Execute, session_id: str, turn: int, step: int | None) -> None:
         kinds = {
