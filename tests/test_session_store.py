@@ -195,31 +195,30 @@ async def test_end_turn_refuses_unknown_ended_or_open_turns(store: SqlSessionSto
 
 
 # --------------------------------------------------------------- group commit
-async def test_a_parallel_group_is_declared_in_one_transaction_before_any_body(store: SqlSessionStore) -> None:
+async def logged_step(store: SqlSessionStore, tool: str, count: int) -> Commits:
+    """One step of ``count`` calls of ``tool`` in a new session, its commits recorded."""
     bodies: list[str] = []
     registry = echo_registry(bodies)
     commits = Commits(store, bodies)
     session = new_session()
     turn = await store.begin_turn(session)
-    calls = [call(f"c{i}", "echo", {"text": str(i)}) for i in range(5)]
+    calls = [call(f"c{i}", tool, {"text": str(i)}) for i in range(count)]
     await registry.execute_batch(calls, registry.seal(), sink=store.sink(session, turn, 1))
+    return commits
+
+
+async def test_a_parallel_group_is_declared_in_one_transaction_before_any_body(store: SqlSessionStore) -> None:
+    commits = await logged_step(store, "echo", 5)
     first = commits.transactions[0]
     assert first == ["step/start", "assistant/message"] + [f"tool/call c{i}" for i in range(5)]
     assert commits.bodies_before[0] == 0
     results = [kind for transaction in commits.transactions for kind in transaction if kind.startswith("tool/result")]
     assert results == [f"tool/result c{i}" for i in range(5)]
     assert commits.transactions[-1][-1] == "step/end"
-    assert len(commits.transactions) < 5 + 2  # fewer transactions than events: results ready together share one
 
 
 async def test_exclusive_calls_share_one_transaction_for_a_result_and_the_next_declaration(store: SqlSessionStore) -> None:
-    bodies: list[str] = []
-    registry = echo_registry(bodies)
-    commits = Commits(store, bodies)
-    session = new_session()
-    turn = await store.begin_turn(session)
-    calls = [call(f"c{i}", "solo", {"text": str(i)}) for i in range(3)]
-    await registry.execute_batch(calls, registry.seal(), sink=store.sink(session, turn, 1))
+    commits = await logged_step(store, "solo", 3)
     assert commits.transactions == [
         ["step/start", "assistant/message", "tool/call c0"],
         ["tool/result c0", "tool/call c1"],

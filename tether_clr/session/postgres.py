@@ -16,33 +16,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from .events import Durability
-from .store import Execute, SqlSessionStore
+from .store import Execute, SqlSessionStore, schema
 
 __all__ = ["PostgresSessionStore"]
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS session_events (
-    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    step INTEGER,
-    kind TEXT NOT NULL,
-    call_id TEXT,
-    position INTEGER,
-    payload TEXT NOT NULL,
-    at TEXT NOT NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS session_events_key ON session_events (session_id, turn, step, kind)",
-    "CREATE UNIQUE INDEX IF NOT EXISTS session_events_one_call ON session_events (session_id, turn, step, position) "
-    "WHERE kind = 'tool/call'",
-    "CREATE UNIQUE INDEX IF NOT EXISTS session_events_one_result ON session_events (session_id, turn, step, position) "
-    "WHERE kind = 'tool/result'",
-    """CREATE TABLE IF NOT EXISTS session_leases (
-    session_id TEXT PRIMARY KEY,
-    holder TEXT NOT NULL,
-    expires DOUBLE PRECISION NOT NULL
-)""",
-)
+_SCHEMA = schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION")
 
 _PLACEHOLDER = re.compile(r"\?")
 

@@ -15,34 +15,11 @@ from typing import Any
 
 from ..sinks import retry_while_locked
 from .events import Durability
-from .store import Execute, SqlSessionStore
+from .store import Execute, SqlSessionStore, schema
 
 __all__ = ["SqliteSessionStore"]
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS session_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    step INTEGER,
-    kind TEXT NOT NULL,
-    call_id TEXT,
-    position INTEGER,
-    payload TEXT NOT NULL,
-    at TEXT NOT NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS session_events_key ON session_events (session_id, turn, step, kind)",
-    # The store itself refuses a second call or result at one position of a step.
-    "CREATE UNIQUE INDEX IF NOT EXISTS session_events_one_call ON session_events (session_id, turn, step, position) "
-    "WHERE kind = 'tool/call'",
-    "CREATE UNIQUE INDEX IF NOT EXISTS session_events_one_result ON session_events (session_id, turn, step, position) "
-    "WHERE kind = 'tool/result'",
-    """CREATE TABLE IF NOT EXISTS session_leases (
-    session_id TEXT PRIMARY KEY,
-    holder TEXT NOT NULL,
-    expires REAL NOT NULL
-)""",
-)
+_SCHEMA = schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL")
 
 
 class SqliteSessionStore(SqlSessionStore):
