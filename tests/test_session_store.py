@@ -188,8 +188,10 @@ async def test_end_turn_refuses_unknown_ended_or_open_turns(store: SqlSessionSto
     await sink.flush()
     with pytest.raises(SessionLeasedError):  # the step's writer still holds the session
         await store.end_turn(session, turn)
-    await sink.batch_finished()  # nothing declared: the step ends cleanly
-    await store.end_turn(session, turn)
+    await sink.batch_finished()  # the proposed call was never declared: the step stays open
+    with pytest.raises(ValueError, match="open steps"):
+        await store.end_turn(session, turn)
+    assert await store.repair(session) == 4  # its tool/call and ABORTED_BEFORE_DISPATCH result, step/end, turn/end
     with pytest.raises(ValueError, match="already ended"):
         await store.end_turn(session, turn)
 

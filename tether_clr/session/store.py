@@ -417,8 +417,8 @@ class SessionSink:
     be repaired or resumed from the log alone); ``call_declared`` ``tool/call``;
     ``approval_asked`` / ``approval_decided`` the approval events, with the
     exact arguments and their fingerprint; ``outcome_ready`` ``tool/result`` in
-    model order; ``batch_finished`` ``step/end`` (only if every declared call has
-    its result: a step an infrastructure fault stopped stays open for
+    model order; ``batch_finished`` ``step/end`` (only if every proposed call was
+    declared and has its result: a step an infrastructure fault stopped stays open for
     :meth:`SessionStore.repair`) and releases the lease. ``flush`` makes every
     buffered event durable. The first write takes the session's lease, which is
     renewed while the batch runs and released when it returns.
@@ -435,6 +435,7 @@ class SessionSink:
         self._declared: set[int] = set()
         self._answered: set[int] = set()
         self._next_position = 0
+        self._proposed = 0
 
     # ------------------------------------------------------------ buffering
     def _add(self, kind: str, call_id: str | None, position: int | None, payload: str) -> None:
@@ -479,6 +480,7 @@ class SessionSink:
             }
             for index, call in enumerate(calls)
         ]
+        self._proposed = len(proposal)
         self._add(STEP_START, None, None, _dumps({"calls": len(proposal)}))
         self._add(ASSISTANT_MESSAGE, None, None, _dumps({"calls": proposal}))
         await self._added()
@@ -524,10 +526,10 @@ class SessionSink:
         await self._added()
 
     async def batch_finished(self) -> None:
-        """Write ``step/end`` when every declared call has its result, commit, and release the lease."""
+        """Write ``step/end`` when every proposed call was declared and answered, commit, and release the lease."""
         if self._finished:
             return
-        if self._declared <= self._answered:
+        if self._declared <= self._answered and len(self._declared) >= self._proposed:
             self._add(STEP_END, None, None, _dumps({"calls": len(self._declared)}))
         self._finished = True
         if self._flushing is None:
