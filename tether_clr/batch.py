@@ -351,6 +351,7 @@ class BatchRun:
 
     async def _flush_behind(self) -> None:
         try:
+            await anyio.sleep(0)  # let the bodies that can finish now do so: their results join this commit
             await self._flush()
         finally:
             self._committing = False
