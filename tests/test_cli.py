@@ -54,6 +54,15 @@ def results(db: Path, session: str) -> list[dict[str, Any]]:
     return [{"call_id": e.call_id, **e.payload} for e in events if e.kind == "tool/result"]
 
 
+async def crash_mid_step(store: SqliteSessionStore, session: str) -> None:
+    """A step of two calls whose writer "dies" after declaring the first: no result, no step/end, its lease left behind."""
+    turn = await store.begin_turn(session)
+    sink = store.sink(session, turn, 1)
+    await sink.batch_started([ToolCall("c1", "echo", "{}"), ToolCall("c2", "echo", "{}")])
+    await sink.call_declared(ToolCall("c1", "echo", "{}"))
+    await sink.flush()
+
+
 ECHO = ["--tools", "examples.echo_tools:TOOLS"]
 
 # ------------------------------------------------------------------ run: exit codes and output
@@ -135,13 +144,7 @@ def test_run_exits_1_on_an_infrastructure_fault_mid_run(tmp_path: Path) -> None:
     """A session leased by a live writer cannot take a new turn: a fault, not a tool result."""
     db = tmp_path / "s.sqlite"
     with SqliteSessionStore(db) as store:
-        async def hold() -> None:
-            turn = await store.begin_turn("busy")
-            sink = store.sink("busy", turn, 1)
-            await sink.batch_started([ToolCall("c1", "echo", "{}")])
-            await sink.flush()  # takes the lease; the store closes without releasing it
-
-        anyio.run(hold)
+        anyio.run(crash_mid_step, store, "busy")
     result = invoke("run", str(EXAMPLES / "echo.json"), *ECHO, "--db", str(db), "--session", "busy")
     assert result.exit_code == 1
     assert "error:" in result.output and "busy" in result.output
@@ -338,14 +341,7 @@ def test_log_verify_catches_a_hand_corrupted_log(ran_demo: Path, statements: lis
 def test_log_repair_closes_what_a_crash_left_open_and_is_idempotent(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     with SqliteSessionStore(db) as store:
-        async def crash_mid_step() -> None:
-            turn = await store.begin_turn("r")
-            sink = store.sink("r", turn, 1)
-            await sink.batch_started([ToolCall("c1", "echo", "{}"), ToolCall("c2", "echo", "{}")])
-            await sink.call_declared(ToolCall("c1", "echo", "{}"))
-            await sink.flush()  # then the process "dies": no result, no step/end, the lease left behind
-
-        anyio.run(crash_mid_step)
+        anyio.run(crash_mid_step, store, "r")
         held = invoke("log", "repair", "r", "--db", str(db))
         assert held.exit_code == 1 and "error:" in held.output  # a live writer's lease: nothing changes
         assert invoke("log", "verify", "--db", str(db)).exit_code == 1
