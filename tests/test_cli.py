@@ -13,6 +13,8 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tether_clr import ApprovalResult, SqliteSessionStore, ToolCall
 from tether_clr.cli import cli, parse_script
@@ -401,3 +403,60 @@ def test_python_m_tether_clr_cli_is_the_same_command(tmp_path: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert "shout" in completed.stdout and "2 ok" in completed.stdout
+
+
+# ------------------------------------------------------------------ hostile scripts, the terminal view
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(["kind", "callId", "name", "arguments", "text", "x"]), children, max_size=5),
+    max_leaves=20,
+)
+_row = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["tool", "text", "other"])},
+    optional={"callId": _json | st.text(min_size=1, max_size=4), "name": _json | st.text(min_size=1, max_size=4),
+              "arguments": _json | st.text(max_size=12), "text": _json | st.text(max_size=8)},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_row, max_size=8) | _json)
+def test_any_json_is_a_script_or_a_script_error(rows: Any) -> None:
+    """A script is hostile input: whatever JSON it holds, parsing gives turns of ToolCalls or ScriptError, nothing else."""
+    try:
+        script = parse_script(rows)
+    except ScriptError:
+        return
+    for turn in script.turns:
+        assert turn.steps or turn.text is not None
+        for step in turn.steps:
+            assert step and all(isinstance(call, ToolCall) and isinstance(call.arguments, str) for call in step)
+            assert len({call.call_id for call in step}) == len(step)
+
+
+def test_log_show_renders_a_hand_edited_payload_raw(ran_demo: Path) -> None:
+    _corrupt(ran_demo, "UPDATE session_events SET payload = '{\"calls\": [1, 2]}' WHERE kind = 'assistant/message'")
+    result = invoke("log", "show", "m", "--db", str(ran_demo))
+    assert result.exit_code == 0 and '{"calls":[1,2]}' in result.output
+
+
+@pytest.mark.anyio
+async def test_on_a_terminal_the_step_is_drawn_live_and_ends_with_its_final_table(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from tether_clr import RequestContext, ToolRegistry
+    from tether_clr.cli.loading import load_python_tools
+    from tether_clr.cli.runner import run_script
+    from tether_clr.cli.script import load_script
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=160, color_system=None)
+    registry = ToolRegistry()
+    load_python_tools(registry, "examples.echo_tools:TOOLS")
+    with SqliteSessionStore(tmp_path / "s.sqlite") as store:
+        result = await run_script(load_script(EXAMPLES / "echo.json"), registry, store, "live", RequestContext("t", "p"), console)
+    assert [o.value for o in result.steps[0]] == ["ping", "PONG"]
+    text = out.getvalue()
+    assert "0/2" in text  # the progress bar, drawn while the step ran
+    final = text[text.rindex("turn 1, step 1"):]  # the last redraw: every call done, the progress bar gone
+    assert '"PONG"' in final and "/2" not in final

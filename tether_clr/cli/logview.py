@@ -25,7 +25,14 @@ def _compact(value: Any) -> str:
 
 
 def event_detail(event: SessionEvent) -> str:
-    """One line saying what the event records."""
+    """One line saying what the event records; a payload of an unexpected shape (a hand-edited log) is shown raw."""
+    try:
+        return _detail(event)
+    except (AttributeError, TypeError, KeyError):
+        return _compact(event.payload)
+
+
+def _detail(event: SessionEvent) -> str:
     payload = event.payload
     kind = event.kind
     if kind == "assistant/message":
