@@ -367,3 +367,41 @@ async def test_a_batch_stopped_by_a_sink_fault_leaves_its_step_for_repair(store:
         ("tool/result", "b", "ABORTED"), ("step/end", None, None), ("turn/end", None, None)
     ]
     assert log_violations(events) == []
+
+
+def lease_expiry(store: SqlSessionStore, session_id: str) -> float | None:
+    with store._write() as execute:
+        rows = execute("SELECT expires FROM session_leases WHERE session_id = ?", (session_id,))
+    return None if not rows else float(rows[0][0])
+
+
+async def test_a_batch_that_outlives_its_lease_keeps_it_renewed(kind: str, spec: str) -> None:
+    with open_store(kind, spec, lease_seconds=0.3) as store:
+        registry = ToolRegistry()
+        started, release = anyio.Event(), anyio.Event()
+
+        async def wait() -> str:
+            started.set()
+            await release.wait()
+            return "done"
+
+        add(registry, wait)
+        session = new_session()
+        turn = await store.begin_turn(session)
+
+        async def run() -> None:
+            await registry.execute_batch([call("w", "wait")], registry.seal(), sink=store.sink(session, turn, 1))
+
+        with anyio.fail_after(DEADLOCK_GUARD):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await started.wait()
+                first = lease_expiry(store, session)
+                assert first is not None
+                # Gate: wait until the lease was renewed past the moment its first term ran out.
+                while (lease_expiry(store, session) or 0.0) <= first + store.lease_seconds:
+                    await anyio.sleep(0.02)
+                with pytest.raises(SessionLeasedError):
+                    await store.repair(session)
+                release.set()
+        assert lease_expiry(store, session) is None  # released when the batch returned
