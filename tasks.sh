@@ -100,6 +100,7 @@ wheel_smoke() {
   "$PY" -m pip wheel -q --no-deps -w "$work/dist" "$ROOT" >/dev/null
   "$PY" -m venv "$work/venv"
   "$work/venv/bin/python" -m pip install -q "$work"/dist/*.whl
+  (cd "$work" && "$work/venv/bin/tether-clr" --help >/dev/null) || { say "wheel smoke test: the tether-clr console script does not run"; return 1; }
   local runtimes=() root; root="$(coreclr_root)"
   if command -v mono >/dev/null 2>&1; then runtimes+=(mono); fi
   if [ -n "$root" ]; then runtimes+=(coreclr); fi
