@@ -28,9 +28,7 @@ from rich.text import Text
 from ..batch import current_declaration
 from ..outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
-__all__ = ["DisplaySink", "StepView", "outcome_status"]
-
-_VALUE_WIDTH = 60
+__all__ = ["DisplaySink", "StepView", "outcome_status", "shorten"]
 
 
 def outcome_status(outcome: ToolExecutionOutcome) -> str:
@@ -38,7 +36,8 @@ def outcome_status(outcome: ToolExecutionOutcome) -> str:
     return "ok" if outcome.failure is None else str(outcome.failure.code)
 
 
-def _short(text: str, width: int = _VALUE_WIDTH) -> str:
+def shorten(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters, an ellipsis marking the cut (table cells stay one line)."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -131,7 +130,7 @@ class StepView:
     def asked(self, execution: ToolExecution, reason: str | None) -> None:
         row = self._row(execution.call_id)
         if row is not None:
-            row.status, row.detail = "awaiting approval", _short(reason or "")
+            row.status, row.detail = "awaiting approval", shorten(reason or "")
             self._refresh()
 
     def decided(self, execution: ToolExecution, result: Any) -> None:
@@ -148,9 +147,9 @@ class StepView:
         if row.declared_at is not None:
             row.millis = (time.perf_counter() - row.declared_at) * 1000
         if outcome.failure is None:
-            row.detail = _short(outcome.value_json)
+            row.detail = shorten(outcome.value_json)
         else:
-            row.detail = _short(f"{outcome.failure.message}")
+            row.detail = shorten(f"{outcome.failure.message}")
         self._progress.advance(self._task)
         self._refresh()
 

@@ -10,15 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..session.events import SessionEvent
+from .display import shorten
 
 __all__ = ["event_detail", "event_json", "events_table"]
-
-_WIDTH = 80
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= _WIDTH else text[: _WIDTH - 1] + "…"
-
 
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -66,7 +60,7 @@ def events_table(session_id: str, events: Sequence[SessionEvent]) -> Table:
             "" if event.step is None else str(event.step),
             event.kind,
             event.call_id or "",
-            Text(_short(event_detail(event)), style=style),
+            Text(shorten(event_detail(event), 80), style=style),
             event.at.strftime("%H:%M:%S.%f")[:-3],
         )
     return table

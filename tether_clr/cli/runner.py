@@ -11,7 +11,7 @@ result policy) propagates and stops the run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rich.console import Console
 
@@ -27,13 +27,13 @@ from .script import Script
 __all__ = ["RunResult", "run_script"]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """What a run did: its turn numbers in the session and every step's outcomes, in order."""
 
     session_id: str
-    turns: list[int] = field(default_factory=list)
-    steps: list[list[ToolExecutionOutcome]] = field(default_factory=list)
+    turns: tuple[int, ...]
+    steps: tuple[tuple[ToolExecutionOutcome, ...], ...]
 
 
 async def run_script(
@@ -48,11 +48,12 @@ async def run_script(
 ) -> RunResult:
     """Run every turn of ``script`` in session ``session_id``; see the module docstring."""
     scope = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
-    result = RunResult(session_id)
+    turns: list[int] = []
+    steps: list[tuple[ToolExecutionOutcome, ...]] = []
     approver = registry.approval
     for turn in script.turns:
         number = await store.begin_turn(session_id)
-        result.turns.append(number)
+        turns.append(number)
         for step_number, calls in enumerate(turn.steps, 1):
             view = StepView(console, number, step_number, calls)
             if isinstance(approver, TerminalApprover):
@@ -61,8 +62,8 @@ async def run_script(
             sink = DisplaySink(store.sink(session_id, number, step_number), view)
             with view.live():
                 outcomes = await registry.execute_batch(calls, catalog, max_parallelism=max_parallelism, sink=sink)
-            result.steps.append(outcomes)
+            steps.append(tuple(outcomes))
         if turn.text is not None:
             console.print(f"[bold]model:[/bold] {turn.text}", highlight=False)
         await store.end_turn(session_id, number)
-    return result
+    return RunResult(session_id, tuple(turns), tuple(steps))
