@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tether_clr's one entry point: each command installs what it needs, then runs.
 #
-#   ./tasks.sh demo    set up, then run the pipeline demo (Python and C# tools, SQLite log)
+#   ./tasks.sh demo    set up, then run the main job: tether-clr run on examples/mixed.json (Python and C# tools, SQLite log)
 #   ./tasks.sh test    set up, then run the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the README tables
@@ -100,6 +100,7 @@ wheel_smoke() {
   "$PY" -m pip wheel -q --no-deps -w "$work/dist" "$ROOT" >/dev/null
   "$PY" -m venv "$work/venv"
   "$work/venv/bin/python" -m pip install -q "$work"/dist/*.whl
+  (cd "$work" && "$work/venv/bin/tether-clr" --help >/dev/null) || { say "wheel smoke test: the tether-clr console script does not run"; return 1; }
   local runtimes=() root; root="$(coreclr_root)"
   if command -v mono >/dev/null 2>&1; then runtimes+=(mono); fi
   if [ -n "$root" ]; then runtimes+=(coreclr); fi

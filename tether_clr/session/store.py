@@ -76,6 +76,8 @@ class SessionStore(Protocol):
 
     async def events(self, session_id: str) -> list[SessionEvent]: ...
 
+    async def sessions(self) -> list[str]: ...
+
     async def repair(self, session_id: str) -> int: ...
 
     def close(self) -> None: ...
@@ -345,6 +347,10 @@ class SqlSessionStore(ABC):
         with self._write() as execute:
             return self._read(execute, session_id)
 
+    def _sessions(self) -> list[str]:
+        with self._write() as execute:
+            return [session for (session,) in execute("SELECT DISTINCT session_id FROM session_events ORDER BY session_id", ())]
+
     # ----------------------------------------------------------- public API
     async def begin_turn(self, session_id: str) -> int:
         """Write ``turn/start`` and return the new turn's number (1, 2, ...); SessionLeasedError while a batch holds the session."""
@@ -364,6 +370,10 @@ class SqlSessionStore(ABC):
     async def events(self, session_id: str) -> list[SessionEvent]:
         """The session's log in sequence order."""
         return await self._run(self._events, _session(session_id))
+
+    async def sessions(self) -> list[str]:
+        """Every session with at least one event, sorted (what ``tether-clr log verify`` checks)."""
+        return await self._run(self._sessions)
 
     async def repair(self, session_id: str) -> int:
         """Close what a crash left open (see :mod:`tether_clr.session.repair`); returns how many events it appended.

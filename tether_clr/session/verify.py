@@ -3,6 +3,9 @@
 * every ``tool/call`` has exactly one ``tool/result``, and no result lacks its call
   (paired by turn, step and position in the proposal, never by call id alone);
 * the results of a step follow the model's order;
+* no body after a refusal: a call whose approval was not granted ends in a
+  refusal (DENIED, UNAVAILABLE or ABORTED_BEFORE_DISPATCH), never ``ok`` nor a
+  code that only a started body yields;
 * a step's events lie between its ``step/start`` and ``step/end``; a turn's
   between ``turn/start`` and ``turn/end`` (``open_ok`` tolerates a step or turn
   still open, e.g. while a batch runs; a repaired log has none);
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from .events import STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, SessionEvent
+from .events import APPROVAL_DECIDED, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, SessionEvent
 
 __all__ = ["log_violations"]
 
@@ -73,4 +76,26 @@ def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> 
     if not open_ok:
         problems.extend(f"turn {turn} is not ended" for turn, state in turns.items() if state == "open")
         problems.extend(f"turn {key[0]}, step {key[1]} is not ended" for key, state in steps.items() if state == "open")
+    problems.extend(_bodies_after_refusal(events))
+    return problems
+
+
+# The codes a call refused before its body ends with; anything else means the body may have run.
+_REFUSALS = frozenset({"DENIED", "UNAVAILABLE", "ABORTED_BEFORE_DISPATCH"})
+
+
+def _bodies_after_refusal(events: Sequence[SessionEvent]) -> list[str]:
+    refused: set[tuple[int, int | None, object]] = set()
+    problems: list[str] = []
+    for event in events:
+        key = (event.turn, event.step, event.payload.get("index"))
+        if event.kind == APPROVAL_DECIDED and event.payload.get("decision") != "approved":
+            refused.add(key)
+        elif event.kind == TOOL_RESULT and key in refused:
+            if event.payload.get("ok") is not False or event.payload.get("code") not in _REFUSALS:
+                code = "ok" if event.payload.get("ok") is not False else event.payload.get("code")
+                problems.append(
+                    f"seq {event.seq} (tool/result, turn {event.turn}, step {event.step}, call {event.call_id!r}): "
+                    f"ended {code} after its approval was refused (a body ran after a refusal)"
+                )
     return problems

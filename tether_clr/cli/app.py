@@ -1,0 +1,244 @@
+"""The ``tether-clr`` command line (click): ``run``, ``log show``, ``log verify``, ``log repair``.
+
+Exit codes of ``run``: 0 when the script ran to its end, whatever the tools'
+outcomes (a failed call is an outcome, recorded and shown); 1 on an
+infrastructure fault (the session store, a result policy, a .NET runtime that
+cannot load); 2 on bad usage (a missing or malformed script, a ``--tools``
+value that cannot be imported or registered, an unknown option). Code 3 is
+reserved for a run parked on a durable approval, which is not built yet (see
+:mod:`tether_clr.cli.approval`).
+"""
+
+from __future__ import annotations
+
+import functools
+import getpass
+import re
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TypeVar
+
+import anyio
+import click
+from rich.console import Console
+
+from ..context import RequestContext
+from ..registry import ToolRegistry
+from ..session.store import SqlSessionStore
+from ..session.verify import log_violations
+from ..text import describe_exception
+from .approval import APPROVE_MODES, approver_for
+from .loading import ToolSpecError, load_assembly_tools, load_python_tools
+from .logview import event_json, events_table
+from .runner import run_script
+from .script import ScriptError, load_script
+
+__all__ = ["EXIT_FAULT", "EXIT_OK", "EXIT_PARKED", "EXIT_USAGE", "cli", "main", "open_store"]
+
+EXIT_OK, EXIT_FAULT, EXIT_USAGE, EXIT_PARKED = 0, 1, 2, 3
+
+_T = TypeVar("_T")
+
+_DB_HELP = "the session log: a SQLite file path, or a PostgreSQL DSN (postgresql://... or 'host=... dbname=...')"
+
+# A libpq key=value connection string ("host=/var/run/postgresql dbname=app"), not a file name.
+_CONNINFO = re.compile(r"^\s*[A-Za-z_]+\s*=")
+
+
+def open_store(db: str) -> SqlSessionStore:
+    """The session store ``--db`` names: PostgreSQL for a ``postgresql://`` / ``postgres://`` URL or a
+    libpq ``key=value`` string, else a SQLite file."""
+    if db.startswith(("postgresql://", "postgres://")) or _CONNINFO.match(db):
+        from ..session.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(db)
+    from ..session.sqlite import SqliteSessionStore
+
+    return SqliteSessionStore(db)
+
+
+def _console(stderr: bool = False) -> Console:
+    """Rich output; off a terminal (pipes, CI, tests) a wide fixed width, so tables never wrap a status."""
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, highlight=False, width=160)
+    return console
+
+
+def _fault(message: str) -> NoReturn:
+    _console(stderr=True).print(f"[bold red]error:[/bold red] {message}")
+    sys.exit(EXIT_FAULT)
+
+
+@contextmanager
+def _store(db: str) -> Iterator[SqlSessionStore]:
+    """The opened store, closed on exit; failing to open it is an infrastructure fault (exit 1)."""
+    try:
+        store = open_store(db)
+    except Exception as exc:
+        _fault(f"cannot open the session log {db!r}: {describe_exception(exc)}")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _run_async(function: Callable[..., Any], *args: Any, backend: str = "asyncio") -> Any:
+    """Run ``function(*args)`` under anyio; any exception is an infrastructure fault (exit 1)."""
+    try:
+        return anyio.run(function, *args, backend=backend)
+    except Exception as exc:
+        _fault(describe_exception(exc))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """tether-clr: run an agent's tool steps through the governed, fail-closed pipeline, with a durable session log."""
+
+
+@cli.command()
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.option("--tools", "tool_specs", multiple=True, metavar="package.module:attr",
+              help="Python tools: a list of tools or callables, a tool, or a function taking the registry (repeatable).")
+@click.option("--assembly", "assemblies", multiple=True, metavar="Tools.dll",
+              help="a .NET assembly whose functions become tools; its folder resolves its dependencies (repeatable).")
+@click.option("--db", required=True, help=_DB_HELP)
+@click.option("--approve", type=click.Choice(APPROVE_MODES), default="prompt", show_default=True,
+              help="who answers a tool's approval request: auto approves, deny rejects, prompt asks on the terminal "
+                   "(with no terminal: rejects; durable parking is not built yet).")
+@click.option("--session", "session_id", help="the session to log into (default: a new one); a later run continues it.")
+@click.option("--tenant", default="local", show_default=True, help="the request context's tenant.")
+@click.option("--principal", default=None, help="the request context's principal (default: the current user).")
+@click.option("--scope", "scopes", multiple=True, help="a scope the principal holds (repeatable).")
+@click.option("--max-parallelism", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--backend", type=click.Choice(["asyncio", "trio"]), default="asyncio", show_default=True)
+def run(
+    script: str,
+    tool_specs: tuple[str, ...],
+    assemblies: tuple[str, ...],
+    db: str,
+    approve: str,
+    session_id: str | None,
+    tenant: str,
+    principal: str | None,
+    scopes: tuple[str, ...],
+    max_parallelism: int,
+    backend: str,
+) -> None:
+    """Run SCRIPT, a scripted model (a JSON list of tool and text rows), step by step through the pipeline.
+
+    Each step assembles the catalog for the request context, runs as one batch
+    with the session log's sink, and shows each call's status and timing live.
+    Exit 0 when the script ran to its end, 1 on an infrastructure fault, 2 on bad usage.
+    """
+    try:
+        parsed = load_script(script)
+    except ScriptError as exc:
+        raise click.UsageError(str(exc)) from exc
+    console = _console()
+    registry = ToolRegistry()
+    try:
+        names = [name for spec in tool_specs for name in load_python_tools(registry, spec)]
+        for path in assemblies:
+            try:
+                names += load_assembly_tools(registry, path)
+            except ToolSpecError:
+                raise
+            except Exception as exc:
+                _fault(f"cannot host the .NET tools of {path!r}: {describe_exception(exc)}")
+    except ToolSpecError as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        context = RequestContext(tenant, principal or _user(), frozenset(scopes))
+    except (TypeError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    registry.approval = approver_for(approve, console, interactive=sys.stdin.isatty())  # type: ignore[arg-type]
+    session = session_id or f"run-{uuid.uuid4().hex[:12]}"
+    console.print(f"session [bold]{session}[/bold] in {db}: {len(parsed.turns)} turn(s), {parsed.call_count} call(s); "
+                  f"tools: {', '.join(sorted(set(names))) or 'none'}; approvals: {approve}")
+    with _store(db) as store:
+        steps = functools.partial(run_script, max_parallelism=max_parallelism)
+        result = _run_async(steps, parsed, registry, store, session, context, console, backend=backend)
+    outcomes = [outcome for step in result.steps for outcome in step]
+    failed = sum(outcome.failure is not None for outcome in outcomes)
+    console.print(f"done: {len(outcomes)} call(s), {len(outcomes) - failed} ok, {failed} failed; "
+                  f"the log: tether-clr log show {session} --db {db}")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser() or "local-user"
+    except Exception:  # no user name in this environment
+        return "local-user"
+
+
+@cli.group()
+def log() -> None:
+    """Read, check and repair the session log."""
+
+
+@log.command("show")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--db", required=True, help=_DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per event instead of a table.")
+def log_show(session_id: str, db: str, as_json: bool) -> None:
+    """Render SESSION's event log readably."""
+    with _store(db) as store:
+        events = _run_async(store.events, session_id)
+    if not events:
+        raise click.UsageError(f"session {session_id!r} has no events in {db}")
+    if as_json:
+        for event in events:
+            click.echo(event_json(event))
+        return
+    _console().print(events_table(session_id, events))
+
+
+@log.command("verify")
+@click.option("--db", required=True, help=_DB_HELP)
+@click.option("--open-ok", is_flag=True, help="tolerate steps and turns still open (a session being written).")
+@click.argument("session_ids", metavar="[SESSION]...", nargs=-1)
+def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
+    """Check the log's invariants on every session (or the SESSIONs named); exit 1 on any violation.
+
+    Each tool/call has exactly one tool/result and no result lacks its call,
+    results follow the model's order, no body runs after a refusal, steps and
+    turns are closed (unless --open-ok).
+    """
+    console = _console()
+    with _store(db) as store:
+        sessions = list(session_ids) or _run_async(store.sessions)
+        found = 0
+        for session in sessions:
+            events = _run_async(store.events, session)
+            problems = log_violations(events, open_ok=open_ok) if events else ["no events"]
+            found += len(problems)
+            mark = "[green]ok[/green]" if not problems else f"[red]{len(problems)} violation(s)[/red]"
+            console.print(f"session {session}: {mark} ({len(events)} events)")
+            for problem in problems:
+                console.print(f"  - {problem}", markup=False)
+    console.print(f"{len(sessions)} session(s) checked, {found} violation(s)")
+    if found:
+        sys.exit(EXIT_FAULT)
+
+
+@log.command("repair")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--db", required=True, help=_DB_HELP)
+def log_repair(session_id: str, db: str) -> None:
+    """Close what a crash left open in SESSION (idempotent; refused while a live writer holds it).
+
+    A declared call without a result gets ABORTED (reason interrupted: its body
+    may have run); a proposed call never declared gets ABORTED_BEFORE_DISPATCH;
+    open steps and turns are closed.
+    """
+    with _store(db) as store:
+        appended = _run_async(store.repair, session_id)
+    click.echo(f"session {session_id}: {appended} event(s) appended" + ("" if appended else " (nothing was open)"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script ``tether-clr`` (and ``python -m tether_clr.cli``)."""
+    cli.main(args=argv, prog_name="tether-clr")

@@ -1,0 +1,82 @@
+"""``tether-clr log show``: a session's event log as a readable table (or JSON lines)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ..session.events import SessionEvent
+from .display import shorten
+
+__all__ = ["event_detail", "event_json", "events_table"]
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def event_detail(event: SessionEvent) -> str:
+    """One line saying what the event records; a payload of an unexpected shape (a hand-edited log) is shown raw."""
+    try:
+        return _detail(event)
+    except (AttributeError, TypeError, KeyError):
+        return _compact(event.payload)
+
+
+def _detail(event: SessionEvent) -> str:
+    payload = event.payload
+    kind = event.kind
+    if kind == "assistant/message":
+        calls = payload.get("calls", [])
+        return "proposes " + (", ".join(f"{c.get('call_id')} {c.get('name')}" for c in calls) or "nothing")
+    if kind == "tool/call":
+        return f"{payload.get('name')}({payload.get('arguments')})"
+    if kind == "approval/asked":
+        return f"{payload.get('name')}: {payload.get('reason') or 'approval required'}"
+    if kind == "approval/decided":
+        return f"{payload.get('name')}: {payload.get('decision')}"
+    if kind == "tool/result":
+        if payload.get("ok") is False:
+            reason = f" [{payload['reason']}]" if payload.get("reason") else ""
+            return f"{payload.get('code')}{reason}: {payload.get('message')}"
+        return f"ok {_compact(payload.get('value'))}"
+    if kind in ("step/start", "step/end"):
+        return f"{payload.get('calls', 0)} calls"
+    return "" if not payload else _compact(payload)
+
+
+def events_table(session_id: str, events: Sequence[SessionEvent]) -> Table:
+    table = Table(title=f"session {session_id}: {len(events)} events", title_justify="left")
+    for header in ("seq", "turn", "step", "event", "call", "detail", "at"):
+        table.add_column(header, justify="right" if header in ("seq", "turn", "step") else "left")
+    for event in events:
+        style = "red" if event.kind == "tool/result" and event.payload.get("ok") is False else ""
+        table.add_row(
+            str(event.seq),
+            str(event.turn),
+            "" if event.step is None else str(event.step),
+            event.kind,
+            event.call_id or "",
+            Text(shorten(event_detail(event), 80), style=style),
+            event.at.strftime("%H:%M:%S.%f")[:-3],
+        )
+    return table
+
+
+def event_json(event: SessionEvent) -> str:
+    """One event as a JSON line (for ``log show --json``)."""
+    return _compact(
+        {
+            "seq": event.seq,
+            "session_id": event.session_id,
+            "turn": event.turn,
+            "step": event.step,
+            "kind": event.kind,
+            "call_id": event.call_id,
+            "payload": event.payload,
+            "at": event.at.isoformat(),
+        }
+    )
