@@ -53,6 +53,8 @@ class ToolFailure:
 
 
 def _safe(text: Any) -> Any:
+    if type(text) is str and text.isascii():  # the usual id or name: nothing to escape
+        return text
     return safe_text(text) if isinstance(text, str) else text
 
 
