@@ -3,7 +3,8 @@
 //  * AIFunctionHandle: a real Microsoft.Extensions.AI AIFunction, driven through its
 //    public API by reflection, so the bridge compiles without the package.
 // Both expose the same shape: Name, Description, JsonSchema (text), IsConcurrencySafe,
-// and InvokeAsync(argumentsJson, token) -> Task<string> (the result as JSON text).
+// and, as IJsonFunction (Calls.cs), InvokeAsync(argumentsJson, token) -> Task<string>
+// (the result as JSON text) and IsArgumentError.
 // Invocation always starts on the thread pool, so a synchronous .NET body never
 // blocks the Python event loop.
 using System;
@@ -16,7 +17,7 @@ using System.Threading.Tasks;
 
 namespace Tether.Bridge
 {
-    public sealed class DescribedFunction
+    public sealed class DescribedFunction : IJsonFunction
     {
         readonly MethodInfo _method;
         readonly object _target;
@@ -74,9 +75,14 @@ namespace Tether.Bridge
             catch (Exception error) { return Completion.Faulted(error); }
             return Task.Run(() => Completion.ToJson(_method.Invoke(_target, values), _method.ReturnType), token);
         }
+
+        public bool IsArgumentError(Exception error)
+        {
+            return TaskBridge.IsBindingError(error);
+        }
     }
 
-    public sealed class AIFunctionHandle
+    public sealed class AIFunctionHandle : IJsonFunction
     {
         public const string AIFunctionTypeName = "Microsoft.Extensions.AI.AIFunction";
         public const string ApprovalRequiredTypeName = "Microsoft.Extensions.AI.ApprovalRequiredAIFunction";
@@ -234,6 +240,11 @@ namespace Tether.Bridge
                     return true;
             }
             return false;
+        }
+
+        public bool IsArgumentError(Exception error)
+        {
+            return FailedWhileBinding(error);
         }
 
         public bool Wraps(MethodInfo method)

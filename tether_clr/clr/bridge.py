@@ -34,6 +34,7 @@ def bridge() -> Any:
 
             _bridge = SimpleNamespace(
                 TaskBridge=Bridge.TaskBridge,
+                PendingCall=Bridge.PendingCall,
                 Discovery=Bridge.Discovery,
                 DescribedFunction=Bridge.DescribedFunction,
                 AIFunctionHandle=Bridge.AIFunctionHandle,
