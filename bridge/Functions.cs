@@ -223,23 +223,28 @@ namespace Tether.Bridge
         // the stage, not the exception type: the bridge's own checks, or a frame of
         // AIFunctionFactory's parameter marshalling (MEAI converts each argument before it calls
         // the method, and serializes the result after it returned: a failure there is the tool's).
-        public static bool FailedWhileBinding(Exception error)
+        // A frame of this function's own UnderlyingMethod anywhere on the stack means its body
+        // was running (a nested AIFunction whose binding failed inside the body is the body's
+        // failure, TOOL_ERROR); otherwise a marshalling frame means the arguments were being bound.
+        public bool FailedWhileBinding(Exception error)
         {
             var inner = TaskBridge.Unwrap(error);
             if (inner is ArgumentBindingException) return true;
             var frames = new System.Diagnostics.StackTrace(inner, false).GetFrames();
             if (frames == null) return false;
+            var marshalling = false;
             foreach (var frame in frames)
             {
                 var method = frame.GetMethod();
                 if (method == null) continue;
+                if (UnderlyingMethod != null && Discovery.SameMethod(UnderlyingMethod, method)) return false;
                 var type = method.DeclaringType;
                 var typeName = type == null ? "" : type.FullName ?? "";
                 if (method.Name.StartsWith("<GetParameterMarshaller>", StringComparison.Ordinal)
                     && typeName.StartsWith("Microsoft.Extensions.AI.", StringComparison.Ordinal))
-                    return true;
+                    marshalling = true;
             }
-            return false;
+            return marshalling;
         }
 
         public bool IsArgumentError(Exception error)
@@ -330,7 +335,7 @@ namespace Tether.Bridge
             return null;
         }
 
-        public static bool SameMethod(MethodInfo a, MethodInfo b)
+        public static bool SameMethod(MethodBase a, MethodBase b)
         {
             return a != null && b != null && a.Module.Equals(b.Module) && a.MetadataToken == b.MetadataToken;
         }

@@ -152,4 +152,21 @@ namespace Tether.Fixtures
             PeakRunning = 0;
         }
     }
+
+    // Ignores cancellation for a moment, and its token callback throws: the pipeline must still
+    // wait for the body, so nothing runs behind a batch that has returned.
+    public static class Stubborn
+    {
+        public static int Started;
+        public static int Finished;
+
+        [Description("Ignores cancellation for a moment; its cancellation callback throws.")]
+        public static int IgnoreCancellation(CancellationToken cancellationToken)
+        {
+            cancellationToken.Register(() => { throw new InvalidOperationException("callback fails"); });
+            Interlocked.Increment(ref Started);
+            Thread.Sleep(300);
+            return Interlocked.Increment(ref Finished);
+        }
+    }
 }

@@ -326,3 +326,23 @@ def test_real_function_call_and_result_records(meai: dict[str, Any]) -> None:
     result = to_clr_function_result(ToolExecutionOutcome.success("call-1", "Multiply", 42))
     assert str(result.CallId) == "call-1"
     assert str(result.Result.GetRawText()) == "42"
+
+
+async def test_dotnet_body_is_drained_even_when_its_cancellation_callback_throws(clr_tools: dict[str, Any]) -> None:
+    """Cancelling the awaiting task calls CancellationTokenSource.Cancel(); a .NET callback that throws
+    there must not skip the drain, or the body would still be running after execute_batch returned."""
+    from Tether.Fixtures import Stubborn  # type: ignore[import-not-found]
+
+    registry = _registry(clr_tools, "IgnoreCancellation")
+    started, finished = int(Stubborn.Started), int(Stubborn.Finished)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            async def batch() -> None:
+                await registry.execute_batch([call("1", "IgnoreCancellation")], registry.seal())
+
+            tg.start_soon(batch)
+            while int(Stubborn.Started) == started:  # the body is running on the .NET thread pool
+                await anyio.sleep(0.005)
+            tg.cancel_scope.cancel()
+    assert int(Stubborn.Finished) == finished + 1
+

@@ -79,6 +79,21 @@ async def test_method_also_exposed_as_aifunction_is_discovered_once_as_the_aifun
     assert outcome.value == "sunny in Paris"
 
 
+async def test_method_exposed_only_through_an_approval_required_aifunction_never_runs_unapproved(meai: dict[str, Any]) -> None:
+    from Tether.Fixtures.Meai import Disks  # type: ignore[import-not-found]
+
+    from tether_clr.clr import discover_functions
+
+    registry = ToolRegistry()
+    for function in discover_functions(meai["assembly"]):
+        registry.register(function)
+    assert "Wipe" not in registry.seal() and "wipe_with_approval" in registry.seal()
+    before = int(Disks.WipeRuns)
+    (outcome,) = await _run(registry, call("1", "wipe_with_approval", {"disk": "sda"}))
+    assert outcome.failure.code is ToolFailureCodes.DENIED  # no approval provider: fails closed
+    assert int(Disks.WipeRuns) == before
+
+
 # 4 ----------------------------------------------------------------------------------
 async def test_aifunction_subclass_with_default_empty_schema_registers_as_any_object(meai: dict[str, Any]) -> None:
     echo = meai["functions"]["Echo"]
@@ -111,6 +126,16 @@ async def test_binding_failure_before_the_body_is_invalid_args(meai: dict[str, A
     assert int(meai["MeaiTools"].ScheduleRuns) == before
     (ok,) = await _run(_registry(meai["functions"]["Schedule"]), call("2", "Schedule", {"when": "2031-05-06T07:08:09Z"}))
     assert ok.value == 2031
+
+
+async def test_nested_aifunction_binding_failure_inside_the_body_is_tool_error(meai: dict[str, Any]) -> None:
+    """Only this function's own binding is the model's fault: its body ran (side effects possible)."""
+    before = int(meai["MeaiTools"].RelayRuns)
+    (outcome,) = await _run(_registry(meai["functions"]["RelayTo"]), call("1", "RelayTo", {"when": "not a date"}))
+    assert int(meai["MeaiTools"].RelayRuns) == before + 1
+    assert outcome.failure.code is ToolFailureCodes.TOOL_ERROR
+    (ok,) = await _run(_registry(meai["functions"]["RelayTo"]), call("2", "RelayTo", {"when": "2031-05-06T07:08:09Z"}))
+    assert ok.value == "scheduled 2031"
 
 
 async def test_argument_exception_thrown_by_the_body_is_tool_error(meai: dict[str, Any]) -> None:
@@ -168,6 +193,39 @@ def test_services_must_be_a_service_provider(meai: dict[str, Any]) -> None:
 
     with pytest.raises(TypeError, match="IServiceProvider"):
         wrap_aifunction(meai["MeaiTools"].Greeter, services=meai["MeaiTools"].SampleCall())
+
+
+def test_context_holding_a_python_object_is_refused_at_wrap_time(meai: dict[str, Any]) -> None:
+    """.NET threads read the context: a Python object there would make them call into Python."""
+    from tether_clr.clr import wrap_aifunction
+
+    with pytest.raises(TypeError, match="context"):
+        wrap_aifunction(meai["MeaiTools"].WhoAmI, context={"tenant": object()})
+    with pytest.raises(TypeError, match="context"):
+        wrap_aifunction(meai["MeaiTools"].WhoAmI, context={("a", "b"): "x"})
+
+
+async def test_context_scalars_are_converted_to_dotnet_values(meai: dict[str, Any]) -> None:
+    from tether_clr.clr import wrap_aifunction
+
+    tenant = wrap_aifunction(meai["MeaiTools"].WhoAmI, context={"tenant": "acme", "limit": 3, "ratio": 0.5, "on": True, "none": None})
+    (outcome,) = await _run(_registry(tenant), call("1", "Tenant"))
+    assert outcome.value == "acme"
+
+
+def test_service_provider_implemented_in_python_is_refused(meai: dict[str, Any]) -> None:
+    from System import IServiceProvider  # type: ignore[import-not-found]
+
+    from tether_clr.clr import wrap_aifunction
+
+    class PythonServices(IServiceProvider):  # type: ignore[misc]
+        __namespace__ = "Tether.Tests"
+
+        def GetService(self, service_type: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match="implemented in .NET"):
+        wrap_aifunction(meai["MeaiTools"].Greeter, services=PythonServices())
 
 
 # 8 ----------------------------------------------------------------------------------

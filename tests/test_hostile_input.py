@@ -285,3 +285,45 @@ async def test_function_call_content_with_values_json_cannot_hold_becomes_a_refu
         outcome = await _one(registry, hostile)
         assert outcome.code is INVALID
         _assert_recordable(outcome)
+
+
+class _HalvesTool:
+    """A custom tool with a hand-written schema (no pydantic model behind it)."""
+
+    name = "halves"
+    description = "Takes a multiple of one half."
+    json_schema = {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0.5}}}
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def invoke(self, arguments: dict[str, Any], cancellation: Any) -> Any:
+        self.runs += 1
+        return arguments["n"]
+
+
+async def test_schema_keyword_that_cannot_be_evaluated_on_the_values_is_invalid_args() -> None:
+    """jsonschema's multipleOf overflows on an integer too large for a float: the model's input
+    is refused (INVALID_ARGS), never an OverflowError out of execute_batch."""
+    registry = ToolRegistry()
+    tool = _HalvesTool()
+    registry.register(tool)
+    outcome = await _one(registry, call("1", "halves", '{"n": 1' + "0" * 400 + "}"))
+    assert outcome.code is INVALID
+    assert "OverflowError" in outcome.failure.message  # type: ignore[union-attr]
+    assert tool.runs == 0
+    ok = await _one(registry, call("2", "halves", '{"n": 1.5}'))
+    assert ok.value == 1.5
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("call_id", 1), ("name", ["echo"]), ("arguments", {"a": 1}), ("parent_call_id", 7), ("argument_error", b"x")],
+)
+async def test_toolcall_fields_of_the_wrong_type_are_the_hosts_error_raised_before_anything_runs(field: str, value: Any) -> None:
+    registry = _echo_registry()
+    log = InMemoryToolLog()
+    fields: dict[str, Any] = {"call_id": "1", "name": "echo", "arguments": "{}", field: value}
+    with pytest.raises(TypeError, match=f"ToolCall.{field}"):
+        await registry.execute_batch([ToolCall(**fields)], registry.seal(), sink=log)
+    assert log.calls == [] and log.outcomes == []

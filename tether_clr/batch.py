@@ -106,10 +106,27 @@ def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: Tool
     for call in calls:
         if not isinstance(call, ToolCall):
             raise TypeError(f"execute_batch takes ToolCall records, got {type(call).__name__}")
+        _check_call_fields(call)
         if call.scope is not None and call.scope is not view.scope:
             raise ValueError(
                 f"call {call.call_id!r} comes from scope {call.scope!r} but the view was sealed for {view.scope!r}"
             )
+
+
+_TEXT_FIELDS = ("call_id", "name", "arguments")
+_OPTIONAL_TEXT_FIELDS = ("parent_call_id", "argument_error")
+
+
+def _check_call_fields(call: ToolCall) -> None:
+    """A ToolCall's text fields are text: the host builds the record, so a dict or a list there is
+    the host's bug (raised now), never something a sink or classifier should meet mid-batch."""
+    for field in _TEXT_FIELDS:
+        if not isinstance(getattr(call, field), str):
+            raise TypeError(f"ToolCall.{field} must be str, got {type(getattr(call, field)).__name__}")
+    for field in _OPTIONAL_TEXT_FIELDS:
+        value = getattr(call, field)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"ToolCall.{field} must be str or None, got {type(value).__name__}")
 
 
 class BatchRun:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .cancellation import CancellationToken
 from .schema import canonical_json, to_json_text
-from .text import is_valid_text, safe_text
+from .text import is_valid_text, safe_text_or_value
 
 if TYPE_CHECKING:
     from .scope import AgentPipelineScope
@@ -50,12 +50,6 @@ class ToolFailureCodes(StrEnum):
 class ToolFailure:
     code: ToolFailureCodes
     message: str
-
-
-def _safe(text: Any) -> Any:
-    if type(text) is str and text.isascii():  # the usual id or name: nothing to escape
-        return text
-    return safe_text(text) if isinstance(text, str) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +137,10 @@ class ToolCall:
             return self
         return replace(
             self,
-            call_id=_safe(self.call_id),
-            name=_safe(self.name),
-            arguments=_safe(self.arguments),
-            parent_call_id=_safe(self.parent_call_id),
+            call_id=safe_text_or_value(self.call_id),
+            name=safe_text_or_value(self.name),
+            arguments=safe_text_or_value(self.arguments),
+            parent_call_id=safe_text_or_value(self.parent_call_id),
         )
 
 
@@ -251,14 +245,14 @@ class ToolExecutionOutcome:
 
         See :func:`tether_clr.schema.to_json_value` for what is converted.
         """
-        return cls(_safe(call_id), _safe(name), to_json_text(value))
+        return cls(safe_text_or_value(call_id), safe_text_or_value(name), to_json_text(value))
 
     @classmethod
     def failed(cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str) -> ToolExecutionOutcome:
         """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``."""
         code = ToolFailureCodes(code)
-        message = _safe(message)
-        return cls(_safe(call_id), _safe(name), canonical_json({"message": message}), ToolFailure(code, message))
+        message = safe_text_or_value(message)
+        return cls(safe_text_or_value(call_id), safe_text_or_value(name), canonical_json({"message": message}), ToolFailure(code, message))
 
     @property
     def value(self) -> Any:

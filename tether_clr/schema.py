@@ -563,11 +563,18 @@ class ArgumentValidator:
         Arguments that fit a schema of the common shape are recognised by the
         compiled fast check (:mod:`tether_clr.schema_fastpath`); everything
         else, failures included, is decided by jsonschema.
+
+        Never raises: a keyword that cannot be evaluated on these values (``multipleOf``
+        on an integer too large for a float, say) is itself a reason to refuse them,
+        so it comes back as the error text (the caller's INVALID_ARGS), fail closed.
         """
         fits = self._fits
-        if fits is not None and fits(arguments):
-            return None
-        error = best_match(self._validator.iter_errors(arguments))
+        try:
+            if fits is not None and fits(arguments):
+                return None
+            error = best_match(self._validator.iter_errors(arguments))
+        except Exception as exc:  # RecursionError and OverflowError included
+            return f"arguments cannot be checked against the schema: {describe_exception(exc)}"
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)

@@ -29,7 +29,7 @@ import anyio.to_thread
 
 from .batch import Declaration, current_declaration
 from .outcomes import ToolCall, ToolExecutionOutcome, ToolFailure, ToolFailureCodes
-from .text import safe_text
+from .text import safe_text_or_value
 
 __all__ = ["InMemoryToolLog", "LoggedCall", "SqliteToolLog"]
 
@@ -148,10 +148,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _text(value: Any) -> Any:
-    return safe_text(value) if isinstance(value, str) else value
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int):
@@ -241,10 +237,10 @@ class SqliteToolLog:
             "INSERT INTO tool_calls (call_id, name, arguments, parent_call_id, declared_at, batch_id, position) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                _text(call.call_id),
-                _text(call.name),
-                _text(call.arguments),
-                _text(call.parent_call_id),
+                safe_text_or_value(call.call_id),
+                safe_text_or_value(call.name),
+                safe_text_or_value(call.arguments),
+                safe_text_or_value(call.parent_call_id),
                 _now(),
                 None if declaration is None else declaration.batch_id,
                 None if declaration is None else declaration.index,
@@ -259,11 +255,11 @@ class SqliteToolLog:
             "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, recorded_at, batch_id, position) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                _text(outcome.call_id),
-                _text(outcome.name),
-                _text(outcome.value_json),
+                safe_text_or_value(outcome.call_id),
+                safe_text_or_value(outcome.name),
+                safe_text_or_value(outcome.value_json),
                 None if failure is None else str(failure.code),
-                None if failure is None else _text(failure.message),
+                None if failure is None else safe_text_or_value(failure.message),
                 _now(),
                 None if declaration is None else declaration.batch_id,
                 None if declaration is None else declaration.index,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["describe_exception", "exception_text", "is_valid_text", "safe_repr", "safe_text"]
+__all__ = ["describe_exception", "exception_text", "is_valid_text", "safe_repr", "safe_text", "safe_text_or_value"]
 
 
 def is_valid_text(text: str) -> bool:
@@ -37,6 +37,13 @@ def safe_text(text: str) -> str:
     if is_valid_text(text):
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def safe_text_or_value(value: Any) -> Any:
+    """:func:`safe_text` for text; anything else unchanged (optional record fields)."""
+    if type(value) is str and value.isascii():  # the usual id or name: nothing to escape
+        return value
+    return safe_text(value) if isinstance(value, str) else value
 
 
 def _type_name(value: object) -> str:

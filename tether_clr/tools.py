@@ -204,23 +204,21 @@ class PythonFunction:
         return f"PythonFunction(name={self._name!r})"
 
 
-def as_concurrency_predicate(value: Callable[[Any], Any] | bool) -> Callable[[Any], Any]:
+def _as_predicate(value: Callable[[Any], Any] | bool, what: str) -> Callable[[Any], Any]:
     """A bool means "always"/"never"; a callable is asked per call with the parsed arguments."""
     if isinstance(value, bool):
         return lambda _arguments: value
     if not callable(value):
-        raise TypeError("is_concurrency_safe must be a bool or a callable taking the arguments")
+        raise TypeError(f"{what} must be None, a bool or a callable taking the arguments")
     return value
+
+
+def as_concurrency_predicate(value: Callable[[Any], Any] | bool) -> Callable[[Any], Any]:
+    """The classifier only lets an exact ``True`` join a parallel group."""
+    return _as_predicate(value, "is_concurrency_safe")
 
 
 def as_approval_predicate(value: Callable[[Any], Any] | bool) -> Callable[[Any], Any]:
-    """A bool means "always"/"never"; a callable is asked per call with the parsed arguments.
-
-    The pipeline treats any answer but an exact ``False`` (including raising) as
-    "approval required", so a wrong or broken predicate fails closed.
-    """
-    if isinstance(value, bool):
-        return lambda _arguments: value
-    if not callable(value):
-        raise TypeError("requires_approval must be None, a bool or a callable taking the arguments")
-    return value
+    """The pipeline treats any answer but an exact ``False`` (including raising) as
+    "approval required", so a wrong or broken predicate fails closed."""
+    return _as_predicate(value, "requires_approval")

@@ -97,6 +97,20 @@ namespace Tether.Fixtures.Meai
             }
         }
 
+        // A body that calls another AIFunction whose binding fails: the failure is the body's
+        // (its side effects may have happened), so TOOL_ERROR, not INVALID_ARGS.
+        public static int RelayRuns;
+
+        public static AIFunction Relay { get { return FromMethod(typeof(MeaiTools), "RelayTo"); } }
+
+        static string RelayTo(string when)
+        {
+            Interlocked.Increment(ref RelayRuns);
+            var arguments = new AIFunctionArguments(new Dictionary<string, object> { { "when", when } });
+            var pending = Schedule.InvokeAsync(arguments, CancellationToken.None);
+            return "scheduled " + pending.AsTask().GetAwaiter().GetResult();
+        }
+
         public static AIFunction Picky
         {
             get { return AIFunctionFactory.Create((Func<int, int>)(n => { throw new ArgumentException("n is odd", "n"); }), "Picky", "Rejects its input itself."); }
@@ -130,6 +144,25 @@ namespace Tether.Fixtures.Meai
         public static IServiceProvider EmptyServices() { return new GreetingServices(null); }
 
         // 8. Unknown argument names: Multiply's schema lists a and b only.
+    }
+
+    // 1 and 3 together: a [Description] method exposed only through an ApprovalRequiredAIFunction
+    // under another name. Discovery keeps the AIFunction alone, so the method never runs unapproved.
+    public static class Disks
+    {
+        public static int WipeRuns;
+
+        [Description("Wipes a disk.")]
+        public static string Wipe(string disk) { Interlocked.Increment(ref WipeRuns); return "wiped " + disk; }
+
+        public static AIFunction WipeWithApproval
+        {
+            get
+            {
+                return new ApprovalRequiredAIFunction(AIFunctionFactory.Create(
+                    typeof(Disks).GetMethod("Wipe"), (object)null, new AIFunctionFactoryOptions { Name = "wipe_with_approval" }));
+            }
+        }
     }
 
     // 3. A [Description] method that is also exposed as an AIFunction: one tool, the AIFunction.

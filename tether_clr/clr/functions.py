@@ -164,23 +164,78 @@ def wrap_aifunction(
     ``IServiceProvider`` the host did not give fails TOOL_ERROR (a host set-up
     fault), not INVALID_ARGS. ``[ConcurrencySafe]`` counts on the function's
     type, its ``UnderlyingMethod`` or that method's declaring type.
+
+    Both are read on .NET threads, so neither may hold Python code: ``services``
+    must be implemented in .NET, and ``context`` keys and values must be .NET
+    objects or JSON scalars (str, int, float, bool, None; converted here);
+    anything else raises ``TypeError`` now rather than risk a .NET thread
+    calling into Python later.
     """
+    dotnet_services, dotnet_context = _dotnet_services(services), _dotnet_context(context)
     try:
-        handle = bridge().AIFunctionHandle(function, is_concurrency_safe, services, _dotnet_context(context))
+        handle = bridge().AIFunctionHandle(function, is_concurrency_safe, dotnet_services, dotnet_context)
     except Exception as exc:
         raise TypeError(f"cannot wrap {function!r} as an AIFunction: {exc}") from exc
     return ClrFunction(handle, "aifunction")
 
 
+def _dotnet_value(value: Any, what: str) -> Any:
+    """``value`` as a .NET object that holds no Python object.
+
+    The context is read on .NET thread-pool threads (the per-call copy, the tool
+    body); a Python object there would make a .NET thread call into Python, which
+    can deadlock a Mono garbage collection against the GIL. So only .NET objects
+    and the JSON scalars (converted here, on the caller's thread) are accepted.
+    """
+    import System  # type: ignore[import-not-found]
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return System.Boolean(value)
+    if isinstance(value, int):
+        return System.Int32(value) if -(2**31) <= value < 2**31 else System.Int64(value)
+    if isinstance(value, float):
+        return System.Double(value)
+    if isinstance(value, str):
+        return System.String(value)
+    if isinstance(value, System.Object) and not _implemented_in_python(value):
+        return value
+    raise TypeError(
+        f"{what} must be a .NET object, str, int, float, bool or None, got {type(value).__name__}: "
+        "a Python object would be called from .NET threads"
+    )
+
+
+def _implemented_in_python(value: Any) -> bool:
+    """A .NET type that pythonnet generated for a Python class (its methods run Python code)."""
+    return str(value.GetType().Assembly.GetName().Name) == "Python.Runtime.Dynamic"
+
+
+def _dotnet_services(services: Any) -> Any:
+    if services is None:
+        return None
+    import System
+
+    if not isinstance(services, System.IServiceProvider) or _implemented_in_python(services):
+        raise TypeError(
+            "services must be a .NET IServiceProvider implemented in .NET (one written in Python "
+            f"would be called from .NET threads), got {type(services).__name__}"
+        )
+    return services
+
+
 def _dotnet_context(context: Mapping[Any, Any] | None) -> Any:
     if context is None:
         return None
-    from System import Object  # type: ignore[import-not-found]
+    from System import Object
     from System.Collections.Generic import Dictionary  # type: ignore[import-not-found]
 
     dictionary = Dictionary[Object, Object]()
     for key, value in context.items():
-        dictionary[key] = value
+        if key is None:
+            raise TypeError("context keys cannot be None")
+        dictionary[_dotnet_value(key, "a context key")] = _dotnet_value(value, f"context[{key!r}]")
     return dictionary
 
 

@@ -21,6 +21,7 @@ byte has been read, so a pipe goes back only when the .NET side is done with it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from typing import Any
@@ -39,6 +40,8 @@ _FAILURES = {
     _ARGUMENT_ERROR: ToolArgumentError,
     _TOOL_ERROR: ToolError,
 }
+
+logger = logging.getLogger("tether_clr")
 
 
 class _SignalPipes:
@@ -113,7 +116,12 @@ async def call_dotnet_json(start: Any, function: Any, arguments_json: str, cance
         try:
             await _signalled(pipe[0])
         except anyio.get_cancelled_exc_class():
-            call.Cancel()
+            # Cancel() runs the .NET token's callbacks; one that throws must not skip the
+            # drain, or the body would go on running after the batch returned.
+            try:
+                call.Cancel()
+            except Exception:
+                logger.warning("a .NET cancellation callback threw; draining the task anyway", exc_info=True)
             with anyio.CancelScope(shield=True):  # drain: the body ends before we do
                 await _signalled(pipe[0])
             signalled = True
