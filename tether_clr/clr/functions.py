@@ -57,10 +57,10 @@ class ClrFunction:
         self._schema_json = str(handle.JsonSchema)
         self._concurrency_safe = bool(handle.IsConcurrencySafe)
         self.requires_approval: bool | None = True if kind == "aifunction" and bool(handle.RequiresApproval) else None
-        # The bridge's PendingCall starts each call; the handle itself says which failures mean
+        # The bridge's PendingCall runs each call; the handle itself says which failures mean
         # "bad arguments" (the bridge's own binder for a wrapped method; for an AIFunction also
         # MEAI's parameter marshalling, decided by the stage).
-        self._start = bridge().PendingCall
+        self._calls = bridge().calls
 
     @property
     def name(self) -> str:
@@ -85,7 +85,7 @@ class ClrFunction:
         return self._concurrency_safe
 
     async def invoke(self, arguments: dict[str, Any], cancellation: CancellationToken) -> Any:
-        return await call_dotnet_json(self._start, self._handle, canonical_json(arguments), cancellation)
+        return await call_dotnet_json(self._calls, self._handle, canonical_json(arguments), cancellation)
 
     def __repr__(self) -> str:
         return f"ClrFunction(name={self._name!r}, kind={self.kind!r})"

@@ -94,48 +94,49 @@ async def _signalled(read_end: int) -> None:
             continue
 
 
-async def call_dotnet_json(start: Any, function: Any, arguments_json: str, cancellation: CancellationToken) -> Any:
+async def call_dotnet_json(calls: Any, function: Any, arguments_json: str, cancellation: CancellationToken) -> Any:
     """Run one call of ``function`` (a bridge ``IJsonFunction``) and return its parsed JSON result.
 
-    ``start`` is the bridge's ``PendingCall`` type. Raises ``ToolArgumentError``
-    when the .NET side could not bind the arguments, ``OperationCancelledError``
-    when the call was cancelled, ``ToolError`` for any other .NET failure;
-    cancellation of the awaiting task cancels the call and waits for it to end.
-    A token cancelled before the start reaches the tool already cancelled, as a
-    linked ``CancellationTokenSource`` would.
+    ``calls`` holds the bridge's ``PendingCall.Start``, ``.Finish`` and ``.Cancel``
+    (looked up once: a pythonnet attribute lookup costs as much as a call). Raises
+    ``ToolArgumentError`` when the .NET side could not bind the arguments,
+    ``OperationCancelledError`` when the call was cancelled, ``ToolError`` for any
+    other .NET failure; cancellation of the awaiting task cancels the call and
+    waits for it to end. A token cancelled before the start reaches the tool
+    already cancelled, as a linked ``CancellationTokenSource`` would.
     """
-    pipe = _pipes.take()
+    read_end, write_end = pipe = _pipes.take()
     try:
-        call = start(function, arguments_json, pipe[1], cancellation.is_cancelled)
+        calls.start(function, arguments_json, write_end, cancellation.is_cancelled)
     except BaseException:
-        _pipes.put_back(pipe)  # the constructor failed before it arranged a signal
+        _pipes.put_back(pipe)  # refused before the call started: nothing will write to it
         raise
-    link = cancellation.register(lambda: call.Cancel()) if cancellation.can_be_cancelled else None
+    cancel = calls.cancel
+    link = cancellation.register(lambda: cancel(write_end)) if cancellation.can_be_cancelled else None
     signalled = False
     try:
         try:
-            await _signalled(pipe[0])
+            await _signalled(read_end)
         except anyio.get_cancelled_exc_class():
             # Cancel() runs the .NET token's callbacks; one that throws must not skip the
             # drain, or the body would go on running after the batch returned.
             try:
-                call.Cancel()
+                cancel(write_end)
             except Exception:
                 logger.warning("a .NET cancellation callback threw; draining the task anyway", exc_info=True)
             with anyio.CancelScope(shield=True):  # drain: the body ends before we do
-                await _signalled(pipe[0])
+                await _signalled(read_end)
             signalled = True
-            call.Finish()
             raise
         signalled = True
     finally:
         if link is not None:
             link.dispose()
         # A pipe whose byte was not read (a fault while waiting, not cancellation) may still be
-        # written to: it is neither reused nor closed.
+        # written to: the call stays registered and the pipe is neither reused nor closed.
         if signalled:
+            text = calls.finish(write_end)  # also forgets the call, so the pipe can serve another
             _pipes.put_back(pipe)
-    text = call.Finish()
     if text and text[0] in _FAILURES:
         raise _FAILURES[text[0]](text[1:])
     return json.loads(text)
