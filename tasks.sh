@@ -135,6 +135,7 @@ case "$cmd" in
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.demo "$@" ;;
   test)  setup; run_tests "$@" ;;
   bench) setup test,bench; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
+         "$PY" benchmarks/catalog.py --write-readme "$@"
          if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi
          "$PY" benchmarks/peers.py --write-readme ;;
   *) sed -n '2,15p' "$0"; exit 2 ;;

@@ -17,3 +17,18 @@ def test_peers_benchmark_tether_rows_run_and_report_the_targets() -> None:
     for row in ("floor: `json.loads` + pydantic + call", "tether_clr `execute_batch`, 1 call, 0 listeners",
                 "100 concurrency-safe calls, 3 listeners", "Targets of issue 9", "RSS MiB"):
         assert row in done.stdout
+
+
+def test_catalog_benchmark_builds_its_catalog_and_measures_re_authorization() -> None:
+    import anyio
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import catalog as bench
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    registry = bench.catalog(100)
+    assembly = registry.assemble(bench.CONTEXT)
+    assert len(assembly.bindings) == 30 and len(assembly.omitted) == 70
+    rows = anyio.run(bench.reauthorization_rows, 1)
+    assert [len(row) for row in rows] == [3, 3]

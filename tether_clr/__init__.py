@@ -5,7 +5,7 @@ A model only proposes calls; :meth:`ToolRegistry.execute_batch` decides, runs an
 records them. See README.md for the tour.
 """
 
-from .batch import Declaration, ToolCallSink, current_declaration
+from .batch import Declaration, ToolCallSink, current_declaration  # importing the executor installs it behind ToolRegistry.execute_batch
 from .canonical import schema_hash
 from .catalog.assembly import (
     CatalogSelection,
@@ -61,10 +61,10 @@ from .outcomes import (
     ToolFailure,
     ToolFailureCodes,
 )
+from .catalog.authority import AuthorityUnavailableError
 from .registry import (
     ApprovalProvider,
     Registration,
-    SealedToolCatalogView,
     ToolRegistrationOptions,
     ToolRegistry,
     ToolsChangedEvent,
@@ -75,6 +75,7 @@ from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
 from .text import describe_exception
 from .tools import PythonFunction, Tool
 from .versions import SemVer, parse_version
+from .views import SealedToolCatalogView, ToolAssembly
 
 __version__ = "0.1.0"
 
@@ -83,6 +84,7 @@ __all__ = [
     "ApprovalProvider",
     "ApprovalResult",
     "ArgumentLimits",
+    "AuthorityUnavailableError",
     "BatchAbortedError",
     "CATALOG_FAILURE_REASONS",
     "CancellationSource",
@@ -119,6 +121,7 @@ __all__ = [
     "TetherError",
     "Tool",
     "ToolArgumentError",
+    "ToolAssembly",
     "ToolAuditRecord",
     "ToolBinding",
     "ToolCall",

@@ -13,42 +13,39 @@ EXCLUSIVE call (a barrier). Inside a group:
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
+
+Floor 4 (execution): it imports the catalog (registry, views), never the
+reverse. :meth:`ToolRegistry.execute_batch` is the public entry; it hands off
+to :func:`execute_batch` here, which this module installs into the registry
+module when it is imported (:func:`~tether_clr.registry.install_batch_executor`).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
 from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
+from .catalog.audit import ToolAuditRecord
 from .decisions import ToolExecutionMode
 from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
-from .pipeline import CallPipeline, describe_exception
+from .pipeline import CallPipeline, describe_exception, maybe_await
+from .registry import ToolRegistry, install_batch_executor
+from .sink_protocol import ToolCallSink
+from .views import SealedToolCatalogView, _ToolEntry
 
-if TYPE_CHECKING:
-    from .registry import SealedToolCatalogView, ToolRegistry, _ToolEntry
+__all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration", "execute_batch"]
 
-__all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration"]
-
-
-class ToolCallSink(Protocol):
-    """Where a batch records what happened, durably, in model order.
-
-    While either method is awaited, :func:`current_declaration` names the call
-    it is about, so a sink can pair each outcome with its own declaration even
-    when a provider reuses call ids (``call_0``, ``call_1``...) in every step.
-    """
-
-    async def call_declared(self, call: ToolCall) -> None: ...
-
-    async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None: ...
+logger = logging.getLogger("tether_clr")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +86,11 @@ class _Slot:
     declaration: Declaration
     done: anyio.Event = field(default_factory=anyio.Event)
     execution: ToolExecution | None = None
+    entry: _ToolEntry | None = None
     outcome: ToolExecutionOutcome | None = None
     dispatched: bool = False
+    started: float = 0.0  # perf_counter at admission; only read when auditing
+    audited: bool = False
 
     def finish(self, outcome: ToolExecutionOutcome) -> None:
         self.outcome = outcome
@@ -153,6 +153,8 @@ class BatchRun:
         self._fault: BatchAbortedError | None = None
         self._delivered: list[ToolExecutionOutcome] = []
         self._deliver_scope: anyio.CancelScope | None = None
+        # Audit machinery only when someone listens: otherwise no clocks, no records.
+        self._audit: tuple[Callable[..., Any], ...] = self._pipeline.audit_listeners()
         self._batch_id = uuid.uuid4().hex
 
     @property
@@ -177,9 +179,14 @@ class BatchRun:
 
     async def run(self) -> list[ToolExecutionOutcome]:
         try:
-            for group in self._groups():
+            groups = self._groups()
+            for group in groups:
                 await self._run_group(group)
                 if self._fault is not None:
+                    if self._audit:  # calls that reached an outcome but were not delivered are audited too
+                        for slot in (slot for g in groups for slot in g):
+                            if slot.outcome is not None and not slot.audited:
+                                await self._audit_call(slot, slot.outcome)
                     raise self._fault
             return list(self._delivered)
         finally:
@@ -222,8 +229,11 @@ class BatchRun:
     async def _admit(self, slot: _Slot) -> tuple[ToolExecution, _ToolEntry] | None:
         """Declare and authorize one call, in model order; returns what to dispatch, if anything."""
         token = self._token
+        if self._audit:
+            slot.started = time.perf_counter()
         declared, execution, entry, early = self._pipeline.begin(slot.call, token)
         slot.execution = execution
+        slot.entry = entry
         if self._sink is not None:
             try:
                 await _told(slot.declaration, self._sink.call_declared, declared)
@@ -253,6 +263,10 @@ class BatchRun:
         if self._token.is_cancelled:
             slot.finish(_not_dispatched(execution, self._token))
             return
+        refusal = await self._pipeline.reauthorize(execution, entry)
+        if refusal is not None:
+            slot.finish(refusal)
+            return
         slot.dispatched = True
         slot.finish(await self._pipeline.execute(execution, entry))
 
@@ -274,6 +288,8 @@ class BatchRun:
                 assert execution is not None and outcome is not None
                 if slot.dispatched:
                     outcome = await self._pipeline.review(execution, outcome)
+                if self._audit:
+                    await self._audit_call(slot, outcome)
                 try:
                     await self._pipeline.enforce_policies(execution, outcome)
                 except ResultPolicyError as fault:
@@ -288,8 +304,47 @@ class BatchRun:
                 self._delivered.append(outcome)
                 await self._pipeline.notify(execution, outcome)
 
+    async def _audit_call(self, slot: _Slot, outcome: ToolExecutionOutcome) -> None:
+        """One :class:`ToolAuditRecord` per call, to every audit listener; their failures are contained."""
+        slot.audited = True
+        view, entry = self._view, slot.entry
+        context, binding = view.context, (None if entry is None else view.binding_of(entry))
+        failure = outcome.failure
+        record = ToolAuditRecord(
+            request_id=None if context is None else context.request_id,
+            tenant_id=None if context is None else context.tenant_id,
+            principal_id=None if context is None else context.principal_id,
+            agent_id=None if context is None else context.agent_id,
+            registry_revision=view.registry_revision,
+            policy_revision=view.policy_revision,
+            requested_name=slot.call.name if slot.execution is None else slot.execution.name,
+            model_name=None if entry is None else entry.name,
+            logical_name=None if binding is None else binding.logical_name,
+            version=None if binding is None else binding.version,
+            schema_hash=None if binding is None else binding.schema_hash,
+            call_id=slot.call.call_id if slot.execution is None else slot.execution.call_id,
+            decision="dispatched" if slot.dispatched else "refused",
+            code=None if failure is None else str(failure.code),
+            reason=None if failure is None else failure.reason,
+            latency_ms=max(0.0, (time.perf_counter() - slot.started) * 1000.0),
+        )
+        for listener in self._audit:
+            try:
+                await maybe_await(listener(record))
+            except Exception:
+                logger.exception("audit listener raised for call %r; ignored", record.call_id)
+
 
 def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolExecutionOutcome:
     reason = token.reason or "cancellation requested"
     return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")
 
+
+
+def execute_batch(*arguments: Any) -> Awaitable[list[ToolExecutionOutcome]]:
+    """The executor behind :meth:`ToolRegistry.execute_batch`: ``BatchRun(registry, calls, view,
+    max_parallelism, sink, cancellation).run()``."""
+    return BatchRun(*arguments).run()
+
+
+install_batch_executor(execute_batch)

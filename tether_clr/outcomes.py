@@ -20,6 +20,7 @@ from .schema import canonical_json, to_json_text
 from .text import is_valid_text, safe_text_or_value
 
 if TYPE_CHECKING:
+    from .context import RequestContext
     from .scope import AgentPipelineScope
 
 __all__ = [
@@ -48,8 +49,16 @@ class ToolFailureCodes(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ToolFailure:
+    """A failure: one of the eight stable ``code``s, a human ``message``, and an optional ``reason``.
+
+    ``reason`` is a machine-readable refinement of the code (``scope_revoked``,
+    ``result_too_large``, ...; see ``CATALOG_FAILURE_REASONS``); ``None`` when
+    the code says it all. The codes stay the vocabulary; a reason never replaces one.
+    """
+
     code: ToolFailureCodes
     message: str
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +158,10 @@ class ToolExecution:
     """One call after resolution: what every pre/guard/post/policy stage sees.
 
     ``arguments`` returns a new copy on each read: the parsed object, or, when the
-    raw text did not parse, that raw text as a JSON string.
+    raw text did not parse, that raw text as a JSON string. ``context`` is the
+    host's :class:`~tether_clr.RequestContext` of the snapshot the call runs
+    against (a ``ToolAssembly``), ``None`` for a plain ``seal()`` view; every
+    stage reaches it here, never through model arguments.
     """
 
     call_id: str
@@ -160,6 +172,7 @@ class ToolExecution:
     owner: Any = None
     parent_call_id: str | None = None
     invocation_context: Any = None
+    context: RequestContext | None = None
 
     @classmethod
     def create(
@@ -172,6 +185,7 @@ class ToolExecution:
         cancellation: CancellationToken | None = None,
         parent_call_id: str | None = None,
         invocation_context: Any = None,
+        context: RequestContext | None = None,
     ) -> ToolExecution:
         return cls(
             call_id=call_id,
@@ -182,6 +196,7 @@ class ToolExecution:
             owner=None if scope is None else scope.owner,
             parent_call_id=parent_call_id,
             invocation_context=invocation_context,
+            context=context,
         )
 
     @property
@@ -248,11 +263,19 @@ class ToolExecutionOutcome:
         return cls(safe_text_or_value(call_id), safe_text_or_value(name), to_json_text(value))
 
     @classmethod
-    def failed(cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str) -> ToolExecutionOutcome:
-        """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``."""
+    def failed(
+        cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str, reason: str | None = None
+    ) -> ToolExecutionOutcome:
+        """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``.
+
+        ``reason`` is the machine-readable refinement of ``code``, if any.
+        """
         code = ToolFailureCodes(code)
         message = safe_text_or_value(message)
-        return cls(safe_text_or_value(call_id), safe_text_or_value(name), canonical_json({"message": message}), ToolFailure(code, message))
+        return cls(
+            safe_text_or_value(call_id), safe_text_or_value(name), canonical_json({"message": message}),
+            ToolFailure(code, message, reason),
+        )
 
     @property
     def value(self) -> Any:
@@ -265,6 +288,11 @@ class ToolExecutionOutcome:
     @property
     def code(self) -> ToolFailureCodes | None:
         return None if self.failure is None else self.failure.code
+
+    @property
+    def reason(self) -> str | None:
+        """The failure's machine-readable refinement, if any (``None`` on success)."""
+        return None if self.failure is None else self.failure.reason
 
     def to_function_result(self) -> FunctionResultContent:
         exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"

@@ -1,10 +1,16 @@
 """One call through the stages: resolve -> pre-execute -> approval -> guards ->
-execute -> post-execute -> result policies -> result listeners.
+re-authorize -> execute -> post-execute -> result policies -> result listeners.
 
 Every stage that runs user code converts what that code raises or returns wrongly
 into a failure outcome with a stable code; only result policies (whose job is to
 stop the batch) and the sink (infrastructure) may raise out of a batch. The batch
 module decides *when* each stage runs; this module decides *what* it does.
+
+Governance at execution: the execution carries the snapshot's request
+context (``execution.context``); right before a body, the call is checked
+again against the live catalog (:meth:`CallPipeline.reauthorize`), and a
+result larger than the version's ``max_result_bytes`` is refused. Floor 4: it
+imports the catalog, never the reverse.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
+from .catalog.authority import AuthorityUnavailableError
 from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
 from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
@@ -22,23 +29,46 @@ from .schema import InvalidArgumentsJson, canonical_json, read_arguments
 from .text import describe_exception, exception_text, safe_repr
 
 if TYPE_CHECKING:
-    from .registry import (
-        ApprovalProvider,
-        ListenerSnapshot,
-        SealedToolCatalogView,
-        _ToolEntry,
-    )
+    from .registry import ApprovalProvider, ListenerSnapshot
+    from .views import SealedToolCatalogView, _ToolEntry
 
-__all__ = ["CallPipeline", "describe_exception"]
+__all__ = ["CallPipeline", "describe_exception", "maybe_await"]
 
 logger = logging.getLogger("tether_clr")
 
 
-def _fail(execution: ToolExecution, code: Codes, message: str) -> ToolExecutionOutcome:
-    return ToolExecutionOutcome.failed(execution.call_id, execution.name, code, message)
+def _fail(execution: ToolExecution, code: Codes, message: str, reason: str | None = None) -> ToolExecutionOutcome:
+    return ToolExecutionOutcome.failed(execution.call_id, execution.name, code, message, reason)
 
 
-async def _maybe_await(value: Any) -> Any:
+_REFUSALS: dict[str, str] = {
+    "tool_disabled": "{tool} is disabled",
+    "tool_retired": "{tool} is retired",
+    "tenant_denied": "tenant {tenant!r} may no longer call {tool}",
+    "scope_revoked": "the principal no longer holds the scopes {tool} requires",
+    "deny_rule": "a deny rule refuses {tool}",
+    "stale_binding": "the version of {tool} this request was bound to no longer exists",
+}
+
+
+def _refusal(execution: ToolExecution, entry: _ToolEntry, reason: str) -> ToolExecutionOutcome:
+    tool = f"tool {entry.name!r} {entry.candidate.version}"
+    tenant = None if execution.context is None else execution.context.tenant_id
+    message = _REFUSALS[reason].format(tool=tool, tenant=tenant)
+    return _fail(execution, Codes.DENIED, f"re-authorization refused the call: {message}", reason)
+
+
+def _limit_result(execution: ToolExecution, outcome: ToolExecutionOutcome, limit: int | None) -> ToolExecutionOutcome:
+    """``max_result_bytes``: a result whose canonical JSON is larger (UTF-8 bytes) is TOOL_ERROR ``result_too_large``."""
+    if limit is None or outcome.failure is not None:
+        return outcome
+    size = len(outcome.value_json.encode("utf-8"))
+    if size <= limit:
+        return outcome
+    return _fail(execution, Codes.TOOL_ERROR, f"the result is {size} bytes, more than max_result_bytes={limit}", "result_too_large")
+
+
+async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
@@ -101,6 +131,7 @@ class CallPipeline:
             owner=None if scope is None else scope.owner,
             parent_call_id=call.parent_call_id,
             invocation_context=call.invocation_context,
+            context=self._view.context,
         )
         if invalid:
             fields = " and ".join(invalid)
@@ -203,6 +234,39 @@ class CallPipeline:
             return _fail(execution, Codes.TOOL_ERROR, f"guard returned {type(veto).__name__}; expected str or None")
         return None
 
+    # -------------------------------------------------------- re-authorization
+    async def reauthorize(self, execution: ToolExecution, entry: _ToolEntry) -> ToolExecutionOutcome | None:
+        """The last check before the body, against the live catalog; ``None`` means: run it.
+
+        A plain view re-checks only the lifecycle (no authority, no context).
+        A :class:`~tether_clr.ToolAssembly` asks the scope authority for the
+        principal's scopes now (UNAVAILABLE ``authority_unavailable`` if it
+        fails) and re-authorizes the binding: DENIED with the reason
+        (``tool_disabled``, ``tool_retired``, ``tenant_denied``,
+        ``scope_revoked``, ``deny_rule``, ``stale_binding``).
+        """
+        view = self._view
+        context = execution.context
+        if context is None:
+            reason = view.live_refusal(entry)
+        else:
+            token = execution.cancellation
+            scopes: frozenset[str] | None = None
+            try:
+                found = view.scopes_now()
+                if isinstance(found, frozenset):  # no authority, or a synchronous one: no await
+                    scopes = found
+                else:
+                    with cancel_scope_for(token):
+                        scopes = await found
+            except AuthorityUnavailableError as exc:
+                logger.warning("scope authority failed for call %r: %s", execution.call_id, exc)
+                return _fail(execution, Codes.UNAVAILABLE, str(exc), "authority_unavailable")
+            if scopes is None or token.is_cancelled:
+                return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while re-authorizing")
+            reason = view.live_refusal(entry, scopes)
+        return None if reason is None else _refusal(execution, entry, reason)
+
     # -------------------------------------------------------------- execution
     async def execute(self, execution: ToolExecution, entry: _ToolEntry) -> ToolExecutionOutcome:
         """Execute waterfall around the tool body; never raises for tool faults."""
@@ -252,7 +316,7 @@ class CallPipeline:
         if outcome is None or scope.cancelled_caught:
             reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return _fail(execution, Codes.ABORTED, f"cancelled: {reason}")
-        return outcome
+        return _limit_result(execution, outcome, entry.max_result_bytes)
 
     # ---------------------------------------------------------------- review
     async def review(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
@@ -293,7 +357,7 @@ class CallPipeline:
         """Await every result policy; the first that raises rejects the outcome."""
         for policy in self._listeners.chain("result_policy", execution.scope):
             try:
-                await _maybe_await(policy(execution, outcome))
+                await maybe_await(policy(execution, outcome))
             except Exception as exc:
                 raise ResultPolicyError(
                     f"result policy rejected the outcome of call {execution.call_id!r} ({execution.name}): "
@@ -301,10 +365,14 @@ class CallPipeline:
                     outcome,
                 ) from exc
 
+    def audit_listeners(self) -> tuple[Any, ...]:
+        """The batch's audit listeners (registry-wide); empty means no audit machinery runs."""
+        return self._listeners.chain("audit", None)
+
     async def notify(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
         for listener in self._listeners.chain("result_listener", execution.scope):
             try:
-                await _maybe_await(listener(outcome))
+                await maybe_await(listener(outcome))
             except Exception:
                 logger.exception("result listener raised for call %r; ignored", outcome.call_id)
 

@@ -1,22 +1,46 @@
-"""The tool registry: scoped registrations, declarations, sealed views, classification,
-listeners and change events.
+"""The tool registry: the catalog's control plane.
 
-Registration is cheap and thread-safe; execution never reads the live registry.
-A batch works on a :class:`SealedToolCatalogView` (tools) and a
-:class:`ListenerSnapshot` (listeners) taken when it starts, so what a model was
-shown and what runs cannot drift apart mid-step.
+It holds scoped registrations of versioned tools with their governance
+metadata and lifecycle status, pins, deny rules and the scope authority, and
+answers "which tool versions may this request see and call": ``seal(scope)``
+for a plain view, ``discover`` / ``assemble(context, scope)`` for a governed
+snapshot (:class:`~tether_clr.views.ToolAssembly`). Every change bumps
+``revision`` (policy changes also ``policy_revision``) and emits
+``tools/change``. It also keeps the listener chains of the pipeline.
+
+Floor 3 (the catalog): it decides what is visible and callable and never runs
+a call. Execution is floor 4 and imports this module, never the reverse:
+:meth:`ToolRegistry.execute_batch` stays the public entry but is a thin
+hand-off to the batch executor, which :mod:`tether_clr.batch` installs with
+:func:`install_batch_executor` when it is imported (``import tether_clr``
+always imports it). Registration is cheap and thread-safe; a batch works on a
+sealed view and a :class:`ListenerSnapshot` taken when it starts, and reads
+the live registry only to re-authorize a call right before its body.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .cancellation import CancellationToken
+from .catalog.assembly import (
+    DenyRule,
+    ToolCandidate,
+    assemble_catalog,
+    choose_versions,
+    resolve_aliases,
+    shadow,
+)
+from .catalog.authority import Authority, assembly_scopes
+from .catalog.lifecycle import StatusTransition, ToolStatus, status_transition
+from .catalog.metadata import CapabilityQuery, ToolMetadata
+from .catalog.records import DiscoveryResult, ToolPin
+from .compatibility import require_compatible
+from .context import RequestContext, refuse_identity_parameters
 from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import DuplicateToolError, InvariantViolation
 from .schema import (
@@ -30,26 +54,60 @@ from .schema import (
 from .scope import AgentPipelineScope
 from .text import is_valid_text, safe_text
 from .tools import Tool, as_approval_predicate, as_concurrency_predicate
+from .views import SealedToolCatalogView, ToolAssembly, _Record, _ToolEntry
 
 if TYPE_CHECKING:
-    from .batch import ToolCallSink
+    from .cancellation import CancellationToken
     from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+    from .sink_protocol import ToolCallSink
 
 __all__ = [
     "ApprovalProvider",
+    "BatchExecutor",
     "ListenerKind",
     "ListenerSnapshot",
     "Registration",
     "SealedToolCatalogView",
+    "ToolAssembly",
     "ToolRegistrationOptions",
     "ToolRegistry",
     "ToolsChangedEvent",
+    "install_batch_executor",
 ]
 
 logger = logging.getLogger("tether_clr")
 
-ListenerKind = Literal["pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener"]
-_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener")
+ListenerKind = Literal["pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener", "audit"]
+_KINDS: tuple[ListenerKind, ...] = (
+    "pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener", "audit",
+)
+
+ChangeKind = Literal["added", "removed", "status", "metadata", "pin", "deny_rule", "authority"]
+
+BatchExecutor = Callable[
+    ["ToolRegistry", "list[ToolCall]", SealedToolCatalogView, int, "ToolCallSink | None", "CancellationToken | None"],
+    Awaitable["list[ToolExecutionOutcome]"],
+]
+"""``executor(registry, calls, view, max_parallelism, sink, cancellation) -> outcomes``."""
+
+_batch_executor: BatchExecutor | None = None
+
+
+class _GlobalKey:
+    """Stands for the global layer (``scope=None``) where a weak key is needed."""
+
+
+_GLOBAL = _GlobalKey()
+
+
+def install_batch_executor(executor: BatchExecutor) -> None:
+    """Called by the executor floor (:mod:`tether_clr.batch`) so ``execute_batch`` can hand off to it.
+
+    The catalog cannot import the executor (the executor imports the
+    catalog); the upper floor plugs itself in instead.
+    """
+    global _batch_executor
+    _batch_executor = executor
 
 
 class ApprovalProvider(Protocol):
@@ -79,10 +137,27 @@ class ToolRegistrationOptions:
     exact ``False`` (including raising) means approval is required. A tool that
     requires approval itself (``requires_approval`` on the tool, as a real
     ``ApprovalRequiredAIFunction`` has) keeps requiring it whatever this says.
+
+    ``metadata`` is the version's governance record (default ``ToolMetadata()``:
+    version 1.0.0, the strictest posture); ``status`` its lifecycle status
+    (default ACTIVE, today's behaviour). A schema that asks the model for
+    ``tenant_id``, ``principal_id`` or ``user_id`` is refused unless
+    ``allow_identity_parameters`` says it is a business field.
     """
 
     is_concurrency_safe: Callable[[Any], Any] | bool | None = None
     requires_approval: Callable[[Any], Any] | bool | None = None
+    metadata: ToolMetadata | None = None
+    status: ToolStatus | None = None
+    allow_identity_parameters: bool = False
+
+    def __post_init__(self) -> None:
+        if self.metadata is not None and not isinstance(self.metadata, ToolMetadata):
+            raise TypeError(f"metadata must be a ToolMetadata, got {type(self.metadata).__name__}")
+        if self.status is not None and not isinstance(self.status, ToolStatus):
+            raise TypeError(f"status must be a ToolStatus, got {type(self.status).__name__}")
+        if not isinstance(self.allow_identity_parameters, bool):
+            raise TypeError("allow_identity_parameters must be a bool")
 
 
 class Registration:
@@ -111,75 +186,19 @@ class Registration:
 
 @dataclass(frozen=True, slots=True)
 class ToolsChangedEvent:
-    """``tools/change``: the set of tools visible from some scope changed."""
+    """``tools/change``: what some scope may see or call changed.
 
-    scope: AgentPipelineScope | None
-    name: str
-    change: Literal["added", "removed"]
-    method: str = "tools/change"
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _ToolEntry:
-    tool: Tool
-    scope: AgentPipelineScope | None
-    validator: ArgumentValidator
-    name: str
-    description: str
-    concurrency: Callable[[Any], Any] | None
-    approval: tuple[Callable[[Any], Any], ...] = ()
-
-    def declaration(self) -> ToolSchemaSnapshot:
-        return ToolSchemaSnapshot(name=self.name, description=self.description, parameters=self.validator.schema)
-
-
-def _ordinal(name: str) -> bytes:
-    """.NET's ordinal order compares UTF-16 code units; so do we."""
-    return name.encode("utf-16-be", "surrogatepass")
-
-
-class SealedToolCatalogView:
-    """The catalog as one step of one scope sees it; immutable once made.
-
-    ``argument_limits`` are the registry's :class:`ArgumentLimits` when it was sealed.
+    ``change`` is ``added`` / ``removed`` (a registration), ``status``,
+    ``metadata``, ``pin`` (``name`` is the logical name), ``deny_rule`` or
+    ``authority`` (``name`` is empty: registry-wide). ``revision`` is the
+    registry revision the change produced.
     """
 
-    __slots__ = ("scope", "_entries", "_registry", "argument_limits")
-
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        scope: AgentPipelineScope | None,
-        entries: Mapping[str, _ToolEntry],
-        argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
-    ) -> None:
-        self._registry = registry
-        self.scope = scope
-        self._entries = MappingProxyType(dict(entries))
-        self.argument_limits = argument_limits
-
-    def resolve(self, name: str) -> _ToolEntry | None:
-        return self._entries.get(name)
-
-    def get_tool(self, name: str) -> Tool | None:
-        entry = self._entries.get(name)
-        return None if entry is None else entry.tool
-
-    @property
-    def names(self) -> list[str]:
-        return sorted(self._entries, key=_ordinal)
-
-    def get_declarations(self) -> list[ToolSchemaSnapshot]:
-        return [self._entries[name].declaration() for name in self.names]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __repr__(self) -> str:
-        return f"SealedToolCatalogView(scope={self.scope!r}, tools={self.names!r})"
+    scope: AgentPipelineScope | None
+    name: str
+    change: ChangeKind
+    method: str = "tools/change"
+    revision: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -219,12 +238,16 @@ class ListenerSnapshot:
 
 
 class ToolRegistry:
-    """Scoped tool catalog plus the listener chains of the execution pipeline.
+    """The catalog's control plane plus the listener chains of the execution pipeline.
 
     A new registry installs the invariant result policy (non-empty name and call
     id, outcome call id equal to the execution's); ``invariant_policy.dispose()``
     removes it. ``argument_limits`` bound the argument text a model may send
     (:class:`~tether_clr.schema.ArgumentLimits`); a view takes them when sealed.
+
+    Layers: the global layer and one per scope. A layer holds one registration
+    per (model name, version): several versions of a tool may live side by
+    side, and the assembly picks one per request.
     """
 
     def __init__(self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None) -> None:
@@ -232,13 +255,43 @@ class ToolRegistry:
             raise TypeError(f"argument_limits must be ArgumentLimits, got {type(argument_limits).__name__}")
         self.argument_limits: ArgumentLimits = argument_limits or DEFAULT_ARGUMENT_LIMITS
         self._lock = threading.RLock()
-        self._layers: dict[AgentPipelineScope | None, dict[str, _ToolEntry]] = {}
+        self._layers: dict[AgentPipelineScope | None, dict[tuple[str, str], _Record]] = {}
+        # Index: logical name -> its registrations in every layer (lifecycle calls and the
+        # compatibility check look a name up instead of scanning the catalog).
+        self._by_logical_name: dict[str, list[_Record]] = {}
+        # seal()'s last selection per scope, valid while the revision is unchanged (weak: scopes come and go).
+        self._sealed: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, _ToolEntry], Mapping[str, str] | None]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._pins: dict[tuple[str, str | None, str | None], ToolPin] = {}
+        self._deny_rules: tuple[DenyRule, ...] = ()
+        self._authority: Authority | None = None
+        self._revision = 0
+        self._policy_revision = 0
         self._listeners: dict[ListenerKind, tuple[_Listener, ...]] = {kind: () for kind in _KINDS}
         self._change_callbacks: tuple[Callable[[ToolsChangedEvent], Any], ...] = ()
         self.approval: ApprovalProvider | None = None
         self.invariant_policy: Registration | None = (
             self.register_result_policy(None, check_invariants) if invariant_policy else None
         )
+
+    # ------------------------------------------------------------- revisions
+    @property
+    def revision(self) -> int:
+        """Bumped by every registration, disposal, status change, metadata update, pin and deny rule."""
+        return self._revision
+
+    @property
+    def policy_revision(self) -> int:
+        """Bumped by deny rules and authority changes (which also bump ``revision``)."""
+        return self._policy_revision
+
+    def _bump(self, policy: bool = False) -> int:
+        """Call with the lock held; returns the new revision."""
+        self._revision += 1
+        if policy:
+            self._policy_revision += 1
+        return self._revision
 
     # ----------------------------------------------------------------- tools
     def register(
@@ -250,47 +303,259 @@ class ToolRegistry:
         """Make ``tool`` visible from ``scope`` and its descendants (everywhere when None).
 
         The name, description and schema are read and validated once, here; a tool
-        that changes them later does not change what was declared.
+        that changes them later does not change what was declared. Refused
+        (nothing registered): a schema asking for identity
+        (``ValueError``, unless ``allow_identity_parameters``), a duplicate
+        (model name, version) in this layer (:class:`DuplicateToolError`), and
+        a schema that breaks the highest registered version of the same
+        logical name and major version in this layer under the new version's
+        ``compatibility`` mode (:class:`~tether_clr.IncompatibleSchemaError`).
         """
-        entry = _make_entry(tool, scope, options or ToolRegistrationOptions())
+        options = options or ToolRegistrationOptions()
+        record = _Record()
+        entry = _make_entry(tool, scope, options, record)
+        record.entry = entry
+        candidate = entry.candidate
+        key = (entry.name, candidate.version)
         with self._lock:
-            layer = self._layers.setdefault(scope, {})
-            if entry.name in layer:
+            layer = self._layers.get(scope, {})
+            if key in layer:
                 where = "globally" if scope is None else f"in scope {scope!r}"
-                raise DuplicateToolError(f"a tool named {entry.name!r} is already registered {where}")
-            layer[entry.name] = entry
+                raise DuplicateToolError(
+                    f"a tool named {entry.name!r} is already registered {where} in version {candidate.version}"
+                )
+            versions = self._by_logical_name.get(candidate.logical_name, [])
+            _check_compatible([r for r in versions if r.current.scope is scope], candidate)
+            self._layers[scope] = layer
+            layer[key] = record
+            self._by_logical_name[candidate.logical_name] = [*versions, record]
+            revision = self._bump()
 
         def dispose() -> None:
             with self._lock:
                 current = self._layers.get(scope)
-                if current is None or current.get(entry.name) is not entry:
+                if current is None or current.get(key) is not record:
                     return
-                del current[entry.name]
+                del current[key]
                 if not current:
                     del self._layers[scope]
-            self._emit(ToolsChangedEvent(scope, entry.name, "removed"))
+                remaining = [r for r in self._by_logical_name[candidate.logical_name] if r is not record]
+                if remaining:
+                    self._by_logical_name[candidate.logical_name] = remaining
+                else:
+                    del self._by_logical_name[candidate.logical_name]
+                record.alive = False
+                revision = self._bump()
+            self._emit(ToolsChangedEvent(scope, entry.name, "removed", revision=revision))
 
-        self._emit(ToolsChangedEvent(scope, entry.name, "added"))
+        self._emit(ToolsChangedEvent(scope, entry.name, "added", revision=revision))
         return Registration(dispose)
 
-    def _visible(self, scope: AgentPipelineScope | None) -> dict[str, _ToolEntry]:
+    def _lineage(self, scope: AgentPipelineScope | None) -> list[AgentPipelineScope | None]:
         if scope is not None and not isinstance(scope, AgentPipelineScope):
             raise TypeError(f"scope must be an AgentPipelineScope or None, got {type(scope).__name__}")
         chain: list[AgentPipelineScope | None] = [None]
         if scope is not None:
             chain.extend(reversed(list(scope.lineage())))
-        visible: dict[str, _ToolEntry] = {}
-        with self._lock:
-            for layer_scope in chain:  # outermost first, so inner layers shadow
-                visible.update(self._layers.get(layer_scope, {}))
-        return visible
+        return chain
+
+    def _visible_entries(self, scope: AgentPipelineScope | None) -> list[_ToolEntry]:
+        """Every registered version visible from ``scope``, outermost layer first. Call with the lock held."""
+        return [record.current for layer_scope in self._lineage(scope) for record in self._layers.get(layer_scope, {}).values()]
+
+    def _records_of(self, logical_name: str, version: str) -> list[_Record]:
+        """Every registration of (logical name, version), in any layer; ``LookupError`` if none. Lock held."""
+        found = [r for r in self._by_logical_name.get(logical_name, ()) if r.current.candidate.version == version]
+        if not found:
+            raise LookupError(f"no tool {logical_name!r} is registered in version {version!r}")
+        return found
 
     def get_declarations(self, scope: AgentPipelineScope | None = None) -> list[ToolSchemaSnapshot]:
         """What the model may be told, in ordinal name order; fresh copies every call."""
         return self.seal(scope).get_declarations()
 
     def seal(self, scope: AgentPipelineScope | None = None) -> SealedToolCatalogView:
-        return SealedToolCatalogView(self, scope, self._visible(scope), self.argument_limits)
+        """The tools ``scope`` sees, with no request context (no tenant, principal or scope checks).
+
+        Lifecycle, shadowing and versions apply as in :meth:`assemble`: ACTIVE
+        and DEPRECATED versions only, a built-in beats a plugin tool, the inner
+        scope the outer, the highest ACTIVE version wins (pins need a context).
+        """
+        if scope is not None and not isinstance(scope, AgentPipelineScope):
+            raise TypeError(f"scope must be an AgentPipelineScope or None, got {type(scope).__name__}")
+        with self._lock:
+            revision = self._revision
+            cached = self._sealed.get(scope if scope is not None else _GLOBAL)
+            if cached is not None and cached[0] == revision:  # nothing changed since: reuse the selection
+                return SealedToolCatalogView(self, scope, cached[1], self.argument_limits, cached[2])
+            entries = [e for e in self._visible_entries(scope) if e.candidate.status.is_callable]
+        chosen: dict[str, _ToolEntry] = {}
+        for entry in entries:
+            if chosen.setdefault(entry.name, entry) is not entry:  # a name with several candidates: the full rule
+                by_candidate = {id(e.candidate): e for e in entries}
+                unshadowed, _ = shadow(e.candidate for e in entries)
+                chosen = {c.model_name: by_candidate[id(c)] for c in choose_versions(unshadowed)[0]}
+                break
+        aliased = [e.candidate for e in chosen.values() if e.candidate.metadata.aliases]
+        aliases = resolve_aliases(aliased, primary=chosen) if aliased else None
+        with self._lock:
+            self._sealed[scope if scope is not None else _GLOBAL] = (revision, chosen, aliases)
+        return SealedToolCatalogView(self, scope, chosen, self.argument_limits, aliases)
+
+    def discover(
+        self, context: RequestContext, scope: AgentPipelineScope | None = None, query: CapabilityQuery | None = None
+    ) -> DiscoveryResult:
+        """Which tool versions ``context`` may see and call from ``scope``, and why the others may not."""
+        return self.assemble(context, scope, query).discovery()
+
+    def assemble(
+        self, context: RequestContext, scope: AgentPipelineScope | None = None, query: CapabilityQuery | None = None
+    ) -> ToolAssembly:
+        """The immutable snapshot one model request is built from (a view ``execute_batch`` accepts).
+
+        Synchronous: a synchronous authority is asked for the principal's
+        scopes, an asynchronous one is not (the context's scopes count; the
+        authority is asked again before every body). Feature flags and deny
+        rules are evaluated here, outside the registry's lock.
+        """
+        if not isinstance(context, RequestContext):
+            raise TypeError(f"context must be a RequestContext, got {type(context).__name__}")
+        with self._lock:
+            entries = self._visible_entries(scope)
+            pins = tuple(self._pins.values())
+            deny_rules = self._deny_rules
+            authority = self._authority
+            revision, policy_revision = self._revision, self._policy_revision
+        selection = assemble_catalog(
+            [e.candidate for e in entries],
+            context,
+            scopes=assembly_scopes(authority, context),
+            pins=pins,
+            deny_rules=deny_rules,
+            query=query,
+        )
+        by_candidate = {id(e.candidate): e for e in entries}
+        bound = {c.model_name: by_candidate[id(c)] for c in selection.chosen}
+        return ToolAssembly(self, scope, bound, selection, revision, policy_revision)
+
+    # ------------------------------------------------------------ lifecycle
+    def set_status(self, logical_name: str, version: str, status: ToolStatus) -> None:
+        """Move every registration of (logical name, version) to ``status``.
+
+        The rule is :func:`~tether_clr.status_transition`: the same status is a
+        no-op, DRAFT -> VALIDATED runs the checks (the schema is valid, the
+        tool is bound), forward moves from VALIDATED on, DISABLED -> ACTIVE;
+        anything else raises ``ValueError`` and changes nothing.
+        ``LookupError`` if no such version is registered.
+        """
+        if not isinstance(status, ToolStatus):
+            raise TypeError(f"status must be a ToolStatus, got {type(status).__name__}")
+        with self._lock:
+            records = self._records_of(logical_name, version)
+            moves = [status_transition(r.current.candidate.status, status) for r in records]
+            if all(move is StatusTransition.NOOP for move in moves):
+                return
+            if StatusTransition.VALIDATE in moves:
+                for record in records:
+                    _validation_checks(record)
+            for record in records:
+                entry = record.current
+                record.entry = replace(entry, candidate=replace(entry.candidate, status=status))
+            revision = self._bump()
+        for record in records:
+            self._emit(ToolsChangedEvent(record.current.scope, logical_name, "status", revision=revision))
+
+    def update_metadata(self, logical_name: str, version: str, /, **changes: Any) -> None:
+        """Change governance fields of (logical name, version) everywhere it is registered.
+
+        Applies from the next assembly and to re-authorization of calls bound
+        in older snapshots (tenants, required scopes). ``logical_name``,
+        ``version`` and ``origin`` cannot change: a new schema or identity is a
+        new version. Refused changes raise and change nothing.
+        """
+        with self._lock:
+            records = self._records_of(logical_name, version)
+            updated = [(r, r.current.candidate.metadata.updated(**changes)) for r in records]
+            for record, metadata in updated:
+                entry = record.current
+                record.entry = replace(entry, candidate=replace(entry.candidate, metadata=metadata))
+            revision = self._bump()
+        for record in records:
+            self._emit(ToolsChangedEvent(record.current.scope, logical_name, "metadata", revision=revision))
+
+    def pin(
+        self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None
+    ) -> Registration:
+        """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone.
+
+        The version must be ACTIVE now (``ValueError`` otherwise); a pin then
+        survives the deprecation of its version. A new pin for the same
+        (logical name, tenant, agent version) replaces the old one. The
+        returned registration removes the pin.
+        """
+        pin = ToolPin(logical_name, version, tenant_id, agent_version)
+        key = (logical_name, tenant_id, agent_version)
+        with self._lock:
+            records = self._records_of(logical_name, version)
+            if not any(r.current.candidate.status is ToolStatus.ACTIVE for r in records):
+                states = sorted({r.current.candidate.status.name for r in records})
+                raise ValueError(f"cannot pin {logical_name!r} {version}: it is {', '.join(states)}, not ACTIVE")
+            self._pins[key] = pin
+            revision = self._bump()
+
+        def unpin() -> None:
+            with self._lock:
+                if self._pins.get(key) is not pin:
+                    return
+                del self._pins[key]
+                revision = self._bump()
+            self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
+
+        self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
+        return Registration(unpin)
+
+    # --------------------------------------------------------------- policy
+    def add_deny_rule(self, rule: DenyRule) -> Registration:
+        """``rule(binding, metadata, context) -> str | None``: a string denies.
+
+        Applied when assembling (omission ``deny_rule``) and again before each
+        body of a call bound in a snapshot (DENIED, reason ``deny_rule``); a
+        rule that raises denies.
+        """
+        if not callable(rule):
+            raise TypeError(f"a deny rule must be callable, got {type(rule).__name__}")
+        with self._lock:
+            self._deny_rules = (*self._deny_rules, rule)
+            revision = self._bump(policy=True)
+
+        def dispose() -> None:
+            with self._lock:
+                if not any(r is rule for r in self._deny_rules):
+                    return
+                self._deny_rules = tuple(r for r in self._deny_rules if r is not rule)
+                revision = self._bump(policy=True)
+            self._emit(ToolsChangedEvent(None, "", "deny_rule", revision=revision))
+
+        self._emit(ToolsChangedEvent(None, "", "deny_rule", revision=revision))
+        return Registration(dispose)
+
+    @property
+    def deny_rules(self) -> tuple[DenyRule, ...]:
+        return self._deny_rules
+
+    @property
+    def authority(self) -> Authority | None:
+        """``fn(context) -> set[str]`` (sync or async): the principal's scopes now; ``None``: the context's own."""
+        return self._authority
+
+    @authority.setter
+    def authority(self, authority: Authority | None) -> None:
+        if authority is not None and not callable(authority):
+            raise TypeError(f"authority must be callable or None, got {type(authority).__name__}")
+        with self._lock:
+            self._authority = authority
+            revision = self._bump(policy=True)
+        self._emit(ToolsChangedEvent(None, "", "authority", revision=revision))
 
     def classify(self, call: ToolCall, view: SealedToolCatalogView) -> ToolExecutionMode:
         """PARALLEL only on an exact ``True`` from the visible tool's predicate.
@@ -353,6 +618,14 @@ class ToolRegistry:
         """``(outcome) -> None``: observes recorded outcomes; its failures are logged, never raised."""
         return self._add_listener("result_listener", scope, fn, prepend)
 
+    def register_audit_listener(self, fn: Callable[..., Any]) -> Registration:
+        """``(ToolAuditRecord) -> None`` (sync or async): one record per call of every batch.
+
+        Its failures are logged and contained, like a result listener's; with
+        no audit listener, no audit record is built at all.
+        """
+        return self._add_listener("audit", None, fn, False)
+
     def listener_snapshot(self) -> ListenerSnapshot:
         with self._lock:
             return ListenerSnapshot(dict(self._listeners))
@@ -386,19 +659,21 @@ class ToolRegistry:
         sink: ToolCallSink | None = None,
         cancellation: CancellationToken | None = None,
     ) -> list[ToolExecutionOutcome]:
-        """Run one model step's calls; outcomes come back in the model's order.
+        """Run one model step's calls against ``view`` (a ``seal()`` view or a :class:`ToolAssembly`).
 
-        Refusals and failures are outcomes. Only infrastructure faults raise:
+        Outcomes come back in the model's order. Refusals and failures are
+        outcomes. Only infrastructure faults raise:
         :class:`~tether_clr.errors.ResultPolicyError` and
         :class:`~tether_clr.errors.SinkError`, after every dispatched body has
-        finished.
+        finished. A thin hand-off to the executor floor (:mod:`tether_clr.batch`).
         """
-        from .batch import BatchRun
+        executor = _batch_executor
+        if executor is None:  # pragma: no cover - tether_clr/__init__ always imports the executor
+            raise RuntimeError("no batch executor is installed: import tether_clr (or tether_clr.batch)")
+        return await executor(self, list(calls), view, max_parallelism, sink, cancellation)
 
-        return await BatchRun(self, list(calls), view, max_parallelism, sink, cancellation).run()
 
-
-def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegistrationOptions) -> _ToolEntry:
+def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegistrationOptions, record: _Record) -> _ToolEntry:
     if not isinstance(tool, Tool):
         raise TypeError(f"{type(tool).__name__} does not implement the Tool protocol (name, description, json_schema, invoke)")
     if scope is not None and not isinstance(scope, AgentPipelineScope):
@@ -417,18 +692,58 @@ def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegis
         validator = ArgumentValidator(tool.json_schema)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"tool {name!r}: {exc}") from None
+    schema = validator.schema
+    try:
+        refuse_identity_parameters(schema, allow=options.allow_identity_parameters)
+    except ValueError as exc:
+        raise ValueError(f"tool {name!r}: {exc}") from None
     concurrency: Callable[[Any], Any] | None
     if options.is_concurrency_safe is not None:
         concurrency = as_concurrency_predicate(options.is_concurrency_safe)
     else:
         own = getattr(tool, "is_concurrency_safe", None)
         concurrency = own if callable(own) else None
+    candidate = ToolCandidate(
+        ToolSchemaSnapshot(name=name, description=description, parameters=schema),
+        options.metadata or ToolMetadata(),
+        options.status or ToolStatus.ACTIVE,
+        0 if scope is None else scope.depth + 1,
+    )
     approval = tuple(
         as_approval_predicate(source)
         for source in (getattr(tool, "requires_approval", None), options.requires_approval)
         if source is not None
     )
-    return _ToolEntry(tool, scope, validator, name, description, concurrency, approval)
+    return _ToolEntry(
+        tool, scope, validator, name, description, concurrency, candidate, record, approval,
+        options.allow_identity_parameters,
+    )
+
+
+def _check_compatible(versions: Iterable[_Record], candidate: ToolCandidate) -> None:
+    """Refuse a version whose schema breaks the highest registered one of the same major version.
+
+    ``versions`` are the registrations of the same logical name in the same layer.
+    """
+    same_major = [r.current.candidate for r in versions if r.current.candidate.semver.major == candidate.semver.major]
+    if not same_major:
+        return
+    highest = max(same_major, key=lambda c: c.semver)
+    require_compatible(highest.definition.parameters, candidate.definition.parameters, candidate.metadata.compatibility)
+
+
+def _validation_checks(record: _Record) -> None:
+    """DRAFT -> VALIDATED: the schema is valid (and asks for no identity) and the tool is bound; ``ValueError`` if not."""
+    entry = record.current
+    if not record.alive:
+        raise ValueError(f"cannot validate {entry.name!r} {entry.candidate.version}: it is no longer registered")
+    if not callable(getattr(entry.tool, "invoke", None)):
+        raise ValueError(f"cannot validate {entry.name!r} {entry.candidate.version}: the tool has no callable invoke")
+    try:
+        ArgumentValidator(entry.candidate.definition.parameters)
+        refuse_identity_parameters(entry.candidate.definition.parameters, allow=entry.allow_identity_parameters)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot validate {entry.name!r} {entry.candidate.version}: {exc}") from None
 
 
 async def check_invariants(execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:

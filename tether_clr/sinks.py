@@ -106,7 +106,7 @@ def _logged(call: ToolCall, declaration: Declaration | None) -> LoggedCall:
     )
 
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: tool_outcomes.failure_reason
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS tool_calls (
@@ -128,7 +128,8 @@ _TABLES = (
     failure_message TEXT,
     recorded_at TEXT NOT NULL,
     batch_id TEXT,
-    position INTEGER
+    position INTEGER,
+    failure_reason TEXT
 )""",
 )
 # Columns added after the first release: (table, column, type). An older file gets them by ALTER TABLE.
@@ -137,6 +138,7 @@ _ADDED_COLUMNS = (
     ("tool_calls", "position", "INTEGER"),
     ("tool_outcomes", "batch_id", "TEXT"),
     ("tool_outcomes", "position", "INTEGER"),
+    ("tool_outcomes", "failure_reason", "TEXT"),
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS tool_outcomes_call_id ON tool_outcomes(call_id)",
@@ -158,6 +160,10 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 class SqliteToolLog:
     """A durable sink on SQLite (WAL, synchronous=FULL: a returned write survives a crash).
+
+    Each outcome row keeps the failure code, message and ``failure_reason``
+    (the machine-readable refinement, e.g. ``scope_revoked``); a log file made
+    before that column existed gains it when opened.
 
     Writes run in a worker thread so the event loop keeps serving overlapping
     bodies while SQLite syncs to disk.
@@ -252,14 +258,15 @@ class SqliteToolLog:
         failure = outcome.failure
         await anyio.to_thread.run_sync(
             self._write,
-            "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, recorded_at, batch_id, position) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, failure_reason, recorded_at, "
+            "batch_id, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 safe_text_or_value(outcome.call_id),
                 safe_text_or_value(outcome.name),
                 safe_text_or_value(outcome.value_json),
                 None if failure is None else str(failure.code),
                 None if failure is None else safe_text_or_value(failure.message),
+                None if failure is None else failure.reason,
                 _now(),
                 None if declaration is None else declaration.batch_id,
                 None if declaration is None else declaration.index,
@@ -275,10 +282,14 @@ class SqliteToolLog:
         return [LoggedCall(*row) for row in rows]
 
     def outcomes(self) -> list[ToolExecutionOutcome]:
-        rows = self._rows("SELECT call_id, name, value, failure_code, failure_message FROM tool_outcomes ORDER BY seq")
+        rows = self._rows(
+            "SELECT call_id, name, value, failure_code, failure_message, failure_reason FROM tool_outcomes ORDER BY seq"
+        )
         return [
-            ToolExecutionOutcome(call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message))
-            for call_id, name, value, code, message in rows
+            ToolExecutionOutcome(
+                call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message, reason)
+            )
+            for call_id, name, value, code, message, reason in rows
         ]
 
     def pending_calls(self) -> list[LoggedCall]:

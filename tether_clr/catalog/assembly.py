@@ -319,14 +319,17 @@ def _best_pin(group: Sequence[ToolCandidate], request: AssemblyRequest) -> ToolP
 
 
 def choose_versions(
-    candidates: Iterable[ToolCandidate], request: AssemblyRequest
+    candidates: Iterable[ToolCandidate], request: AssemblyRequest | None = None
 ) -> tuple[list[ToolCandidate], list[_Excluded]]:
-    """One version per model name: the best matching pin if callable, else the highest ACTIVE."""
+    """One version per model name: the best matching pin if callable, else the highest ACTIVE.
+
+    Without a ``request`` (a plain ``seal()``: no context) no pin applies.
+    """
     kept: list[ToolCandidate] = []
     excluded: list[_Excluded] = []
     for group in _by_model_name(candidates).values():
         chosen: ToolCandidate | None = None
-        pin = _best_pin(group, request) if request.pins else None
+        pin = _best_pin(group, request) if request is not None and request.pins else None
         if pin is not None:
             chosen = next(
                 (
@@ -391,14 +394,16 @@ def _omission_order(item: _Excluded) -> tuple[Any, ...]:
     return (ordinal_key(candidate.logical_name), candidate.semver, candidate.layer, candidate.origin, reason, detail)
 
 
-def resolve_aliases(chosen: Sequence[ToolCandidate]) -> Mapping[str, str]:
+def resolve_aliases(chosen: Sequence[ToolCandidate], primary: Iterable[str] | None = None) -> Mapping[str, str]:
     """Alias -> model name for the chosen tools.
 
-    An alias never shadows a primary name (a chosen tool's model name), and an
-    alias two chosen tools both claim resolves to neither (a warning is
-    logged): a call under it is UNKNOWN_TOOL rather than a guess.
+    An alias never shadows a primary name (a chosen tool's model name, or any
+    of ``primary`` when given: the names of every chosen tool, when only those
+    with aliases are passed), and an alias two chosen tools both claim resolves
+    to neither (a warning is logged): a call under it is UNKNOWN_TOOL rather
+    than a guess.
     """
-    primary = {c.model_name for c in chosen}
+    primary = {c.model_name for c in chosen} if primary is None else set(primary)
     claims: dict[str, set[str]] = {}
     for candidate in chosen:
         for alias in candidate.metadata.aliases:
