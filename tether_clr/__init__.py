@@ -71,6 +71,17 @@ from .registry import (
 )
 from .schema import ArgumentLimits, JsonConversionError, ToolSchemaSnapshot, canonical_json, to_json_value
 from .scope import AgentPipelineScope
+from .session import (
+    EVENT_KINDS,
+    PostgresSessionStore,
+    SessionEvent,
+    SessionLeasedError,
+    SessionSink,
+    SessionStore,
+    SqliteSessionStore,
+    call_fingerprint,
+    log_violations,
+)
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
 from .text import describe_exception
 from .tools import PythonFunction, Tool
@@ -80,6 +91,15 @@ from .views import SealedToolCatalogView, ToolAssembly
 __version__ = "0.1.0"
 
 __all__ = [
+    "log_violations",
+    "call_fingerprint",
+    "SqliteSessionStore",
+    "SessionStore",
+    "SessionSink",
+    "SessionLeasedError",
+    "SessionEvent",
+    "PostgresSessionStore",
+    "EVENT_KINDS",
     "AgentPipelineScope",
     "ApprovalProvider",
     "ApprovalResult",

@@ -14,6 +14,12 @@ EXCLUSIVE call (a barrier). Inside a group:
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
 
+Every call of a group is declared to the sink before any of them is authorized,
+and a sink with the optional hooks (:mod:`tether_clr.sink_hooks`) is flushed
+before the group's first body starts and before the delivery waits for a body
+still running: a group-committing sink makes a group's declarations one
+transaction, and results ready together another.
+
 Floor 4 (execution): it imports the catalog (registry, views), never the
 reverse. :meth:`ToolRegistry.execute_batch` is the public entry; it hands off
 to :func:`execute_batch` here, which this module installs into the registry
@@ -27,10 +33,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 
 from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
@@ -41,6 +48,7 @@ from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .pipeline import CallPipeline, describe_exception, maybe_await
 from .registry import ToolRegistry, install_batch_executor
+from .sink_hooks import RecordingApproval, SinkHooks
 from .sink_protocol import ToolCallSink
 from .views import SealedToolCatalogView, _ToolEntry
 
@@ -100,6 +108,10 @@ class _Slot:
         if self._done is not None:
             self._done.set()
 
+    @property
+    def is_done(self) -> bool:
+        return self.outcome is not None
+
     async def wait(self) -> None:
         """Until :meth:`finish`; returns at once, without a checkpoint, when it already ran."""
         if self.outcome is not None:
@@ -158,7 +170,14 @@ class BatchRun:
         self._calls = calls
         self._view = view
         self._sink = sink
-        self._pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
+        self._hooks = SinkHooks.of(sink)
+        approval = registry.approval
+        if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
+            approval = RecordingApproval(approval, self._hooks, self._told_approval, self._abort)
+        self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
+        self._flushes = self._hooks is not None and self._hooks.flushes
+        self._committing = False  # a commit runs behind the delivery
+        self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
         self._max_parallelism = max_parallelism
         self._pool: anyio.Semaphore | None = None  # only parallel groups take slots from it
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
@@ -196,6 +215,9 @@ class BatchRun:
         # still yields to the loop once, and a cancelled host task is cancelled here, before
         # anything is declared.
         await anyio.lowlevel.checkpoint()
+        hooks = self._hooks
+        if hooks is not None:
+            await hooks.batch_started(self._calls)  # raises SinkError before anything ran
         try:
             groups = self._groups()
             for group in groups:
@@ -206,9 +228,37 @@ class BatchRun:
                             if slot.outcome is not None and not slot.audited:
                                 await self._audit_call(slot, slot.outcome)
                     raise self._fault
+            if hooks is not None:
+                with anyio.CancelScope(shield=True):
+                    await hooks.batch_finished()
+                hooks = None
             return list(self._delivered)
         finally:
             self._source.close()
+            if hooks is not None:  # the batch is raising: tell the sink, without hiding why
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await hooks.batch_finished()
+                    except SinkError:
+                        logger.warning("sink failed to record the end of an aborted batch", exc_info=True)
+
+    async def _told_approval(self, hook: Callable[..., Awaitable[None]], execution: ToolExecution, value: object) -> None:
+        token = _DECLARATION.set(self._authorizing)
+        try:
+            await hook(execution, value)
+        finally:
+            _DECLARATION.reset(token)
+
+    async def _flush(self) -> bool:
+        """A durability point; False when the sink failed (the batch is aborting)."""
+        if self._hooks is None or not self._hooks.flushes:
+            return True
+        try:
+            await self._hooks.flush()
+        except SinkError as fault:
+            self._abort(fault)
+            return False
+        return True
 
     def _abort(self, fault: BatchAbortedError) -> None:
         if self._fault is None:
@@ -221,25 +271,37 @@ class BatchRun:
     async def _run_group(self, slots: list[_Slot]) -> None:
         if len(slots) == 1:  # nothing can overlap: run the stages inline, no tasks to spawn
             slot = slots[0]
-            target = await self._admit(slot)
+            begun = await self._declare(slot)
+            target = None if begun is None else await self._authorize(slot, *begun)
             if target is not None:
-                # Inline, nothing but the caller's token can cancel the batch token while the
-                # body runs (_abort only runs from delivery, later): no token, no cancel scope.
-                await self._dispatch(slot, *target, interruptible=self._caller_can_cancel)
+                if await self._flush():
+                    # Inline, nothing but the caller's token can cancel the batch token while the
+                    # body runs (_abort only runs from delivery, later): no token, no cancel scope.
+                    await self._dispatch(slot, *target, interruptible=self._caller_can_cancel)
+                else:
+                    slot.finish(_not_dispatched(target[0], self._token))
             # Delivered inline, with no cancel scope: the outcome is already there, so the
             # deliverer never waits, and only its own faults (which return at once) abort.
             if self._fault is None:
-                await self._deliver_in_order(slots)
+                await self._deliver_in_order(slots, None)
             return
         if self._pool is None:
             self._pool = anyio.Semaphore(self._max_parallelism)
         pool = self._pool
+        # Every call of the group is declared before any is authorized: one durability point for all.
+        declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]] = []
+        for slot in slots:
+            begun = await self._declare(slot)
+            if begun is None:
+                break
+            declared.append((slot, begun))
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._deliver, slots)
-            for slot in slots:
+            tg.start_soon(self._deliver, slots, tg)
+            flushed = False
+            for slot, begun in declared:
                 if self._fault is not None:
                     break
-                target = await self._admit(slot)
+                target = await self._authorize(slot, *begun)
                 if target is None:
                     continue
                 # Taking the pool slot here, in model order, makes bodies start in model order.
@@ -247,17 +309,21 @@ class BatchRun:
                 with cancel_scope_for(self._token):
                     await pool.acquire()
                     acquired = True
+                if acquired and not flushed:
+                    flushed = True
+                    if not await self._flush():
+                        pool.release()
+                        acquired = False
                 if acquired:
                     tg.start_soon(self._dispatch_pooled, slot, *target)
                 else:
                     slot.finish(_not_dispatched(target[0], self._token))
 
-    async def _admit(self, slot: _Slot) -> tuple[ToolExecution, _ToolEntry] | None:
-        """Declare and authorize one call, in model order; returns what to dispatch, if anything."""
-        token = self._token
+    async def _declare(self, slot: _Slot) -> tuple[_ToolEntry | None, ToolExecutionOutcome | None] | None:
+        """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
         if self._audit:
             slot.started = time.perf_counter()
-        declared, execution, entry, early = self._pipeline.begin(slot.call, token)
+        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token)
         slot.execution = execution
         slot.entry = entry
         if self._sink is not None:
@@ -266,6 +332,15 @@ class BatchRun:
             except Exception as exc:
                 self._abort(SinkError(f"sink failed to record call {declared.call_id!r}: {describe_exception(exc)}"))
                 return None
+        return entry, early
+
+    async def _authorize(
+        self, slot: _Slot, entry: _ToolEntry | None, early: ToolExecutionOutcome | None
+    ) -> tuple[ToolExecution, _ToolEntry] | None:
+        """Authorize one declared call, in model order; returns what to dispatch, if anything."""
+        token = self._token
+        execution = slot.execution
+        assert execution is not None
         if token.is_cancelled:
             slot.finish(_not_dispatched(execution, token))
             return None
@@ -273,6 +348,7 @@ class BatchRun:
             slot.finish(early)
             return None
         assert entry is not None
+        self._authorizing = slot.declaration
         refusal = await self._pipeline.authorize(execution, entry)
         if refusal is not None:
             slot.finish(refusal)
@@ -297,21 +373,34 @@ class BatchRun:
         slot.dispatched = True
         slot.finish(await self._pipeline.execute(execution, entry, interruptible))
 
-    async def _deliver(self, slots: list[_Slot]) -> None:
+    async def _deliver(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
         """A parallel group's deliverer task: :meth:`_deliver_in_order` in a scope ``_abort`` can cancel."""
         try:
             with anyio.CancelScope() as scope:
                 self._deliver_scope = scope
                 if self._fault is not None:  # the admit loop failed before this task first ran
                     return
-                await self._deliver_in_order(slots)
+                await self._deliver_in_order(slots, behind)
         finally:
             self._deliver_scope = None
 
-    async def _deliver_in_order(self, slots: list[_Slot]) -> None:
+    async def _flush_behind(self) -> None:
+        try:
+            await anyio.sleep(0)  # let the bodies that can finish now do so: their results join this commit
+            await self._flush()
+        finally:
+            self._committing = False
+
+    async def _deliver_in_order(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None) -> None:
         """Post-execute, policies, sink and listeners, strictly in model order."""
         for slot in slots:
-            await slot.wait()
+            if not slot.is_done:
+                # About to wait for a body still running: the results ready so far become durable
+                # together, in a commit that runs behind the delivery (one at a time) instead of stalling it.
+                if behind is not None and self._flushes and not self._committing:
+                    self._committing = True
+                    behind.start_soon(self._flush_behind)
+                await slot.wait()
             execution, outcome = slot.execution, slot.outcome
             assert execution is not None and outcome is not None
             if slot.dispatched:

@@ -22,6 +22,11 @@ class ToolCallSink(Protocol):
     the call it is about, so a sink can pair each outcome with its own
     declaration even when a provider reuses call ids (``call_0``, ``call_1``...)
     in every step.
+
+    Optional hooks, called when the sink has them (sinks without them keep
+    working): ``batch_started(calls)``, ``approval_asked(execution, reason)``,
+    ``approval_decided(execution, result)``, ``flush()``, ``batch_finished()``;
+    see :mod:`tether_clr.sink_hooks`.
     """
 
     async def call_declared(self, call: ToolCall) -> None: ...

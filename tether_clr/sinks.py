@@ -19,7 +19,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,6 +158,32 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def retry_while_locked(action: Callable[[], None], path: str, open_timeout: float) -> None:
+    """Run ``action`` (opening a SQLite file), retrying while another connection holds it locked.
+
+    SQLite's busy timeout does not cover every step of an open (switching to
+    WAL, creating tables), so concurrent openers retry here, for at most
+    ``open_timeout`` seconds, then raise ``sqlite3.OperationalError``.
+    """
+    deadline = time.monotonic() + open_timeout
+    delay = 0.005
+    while True:
+        try:
+            action()
+            return
+        except sqlite3.OperationalError as exc:
+            remaining = deadline - time.monotonic()
+            if not _is_busy(exc):
+                raise
+            if remaining <= 0:
+                raise sqlite3.OperationalError(
+                    f"{path} stayed locked by another connection for {open_timeout} s while opening: {exc}"
+                ) from exc
+            logger.debug("%s is locked (%s); retrying the open", path, exc)
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.1)
+
+
 class SqliteToolLog:
     """A durable sink on SQLite (WAL, synchronous=FULL: a returned write survives a crash).
 
@@ -191,23 +217,7 @@ class SqliteToolLog:
             raise
 
     def _open(self, open_timeout: float) -> None:
-        deadline = time.monotonic() + open_timeout
-        delay = 0.005
-        while True:
-            try:
-                self._prepare()
-                return
-            except sqlite3.OperationalError as exc:
-                remaining = deadline - time.monotonic()
-                if not _is_busy(exc):
-                    raise
-                if remaining <= 0:
-                    raise sqlite3.OperationalError(
-                        f"{self.path} stayed locked by another connection for {open_timeout} s while opening: {exc}"
-                    ) from exc
-                logger.debug("%s is locked (%s); retrying the open", self.path, exc)
-                time.sleep(min(delay, remaining))
-                delay = min(delay * 2, 0.1)
+        retry_while_locked(self._prepare, self.path, open_timeout)
 
     def _prepare(self) -> None:
         """WAL, full sync, and the current tables; in one write transaction, so concurrent openers agree."""

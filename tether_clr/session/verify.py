@@ -1,0 +1,76 @@
+"""The session log's invariants, checked on the log alone: :func:`log_violations`.
+
+* every ``tool/call`` has exactly one ``tool/result``, and no result lacks its call
+  (paired by turn, step and position in the proposal, never by call id alone);
+* the results of a step follow the model's order;
+* a step's events lie between its ``step/start`` and ``step/end``; a turn's
+  between ``turn/start`` and ``turn/end`` (``open_ok`` tolerates a step or turn
+  still open, e.g. while a batch runs; a repaired log has none);
+* sequence numbers only grow.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from .events import STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, SessionEvent
+
+__all__ = ["log_violations"]
+
+
+def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> list[str]:
+    """Every broken invariant of one session's log, as text; empty when the log is sound."""
+    problems: list[str] = []
+    last_seq = None
+    calls: Counter[tuple[int, int | None, object]] = Counter()
+    results: Counter[tuple[int, int | None, object]] = Counter()
+    result_order: dict[tuple[int, int | None], list[object]] = {}
+    turns: dict[int, str] = {}
+    steps: dict[tuple[int, int | None], str] = {}
+    for event in events:
+        where = f"seq {event.seq} ({event.kind}, turn {event.turn}, step {event.step}, call {event.call_id!r})"
+        if last_seq is not None and event.seq <= last_seq:
+            problems.append(f"{where}: sequence does not grow")
+        last_seq = event.seq
+        if event.kind == TURN_START:
+            if event.turn in turns:
+                problems.append(f"{where}: turn started twice")
+            turns[event.turn] = "open"
+            continue
+        if turns.get(event.turn) != "open":
+            problems.append(f"{where}: outside an open turn")
+        if event.kind == TURN_END:
+            turns[event.turn] = "ended"
+            continue
+        key = (event.turn, event.step)
+        if event.kind == STEP_START:
+            if key in steps:
+                problems.append(f"{where}: step started twice")
+            steps[key] = "open"
+            continue
+        if steps.get(key) != "open":
+            problems.append(f"{where}: outside an open step")
+        if event.kind == STEP_END:
+            steps[key] = "ended"
+        elif event.kind in (TOOL_CALL, TOOL_RESULT):
+            position = event.payload.get("index")
+            if event.kind == TOOL_CALL:
+                calls[(*key, position)] += 1
+            else:
+                if calls[(*key, position)] == 0:
+                    problems.append(f"{where}: result without a call")
+                results[(*key, position)] += 1
+                result_order.setdefault(key, []).append(position)
+    for call, count in calls.items():
+        if count > 1:
+            problems.append(f"turn {call[0]}, step {call[1]}, position {call[2]}: declared {count} times")
+        if results[call] != 1 and not (open_ok and results[call] == 0 and steps.get(call[:2]) == "open"):
+            problems.append(f"turn {call[0]}, step {call[1]}, position {call[2]}: {results[call]} results")
+    for key, order in result_order.items():
+        if order != sorted(order, key=lambda position: position if isinstance(position, int) else -1):
+            problems.append(f"turn {key[0]}, step {key[1]}: results out of model order {order}")
+    if not open_ok:
+        problems.extend(f"turn {turn} is not ended" for turn, state in turns.items() if state == "open")
+        problems.extend(f"turn {key[0]}, step {key[1]} is not ended" for key, state in steps.items() if state == "open")
+    return problems
