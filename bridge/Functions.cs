@@ -3,11 +3,13 @@
 //  * AIFunctionHandle: a real Microsoft.Extensions.AI AIFunction, driven through its
 //    public API by reflection, so the bridge compiles without the package.
 // Both expose the same shape: Name, Description, JsonSchema (text), IsConcurrencySafe,
-// and InvokeAsync(argumentsJson, token) -> Task<string> (the result as JSON text).
+// and, as IJsonFunction (Calls.cs), InvokeAsync(argumentsJson, token) -> Task<string>
+// (the result as JSON text) and IsArgumentError.
 // Invocation always starts on the thread pool, so a synchronous .NET body never
 // blocks the Python event loop.
 using System;
 using System.Collections;
+using System.Collections.Concurrent;
 using System.Collections.Generic;
 using System.Linq;
 using System.Reflection;
@@ -16,7 +18,7 @@ using System.Threading.Tasks;
 
 namespace Tether.Bridge
 {
-    public sealed class DescribedFunction
+    public sealed class DescribedFunction : IJsonFunction
     {
         readonly MethodInfo _method;
         readonly object _target;
@@ -74,9 +76,14 @@ namespace Tether.Bridge
             catch (Exception error) { return Completion.Faulted(error); }
             return Task.Run(() => Completion.ToJson(_method.Invoke(_target, values), _method.ReturnType), token);
         }
+
+        public bool IsArgumentError(Exception error)
+        {
+            return TaskBridge.IsBindingError(error);
+        }
     }
 
-    public sealed class AIFunctionHandle
+    public sealed class AIFunctionHandle : IJsonFunction
     {
         public const string AIFunctionTypeName = "Microsoft.Extensions.AI.AIFunction";
         public const string ApprovalRequiredTypeName = "Microsoft.Extensions.AI.ApprovalRequiredAIFunction";
@@ -208,7 +215,7 @@ namespace Tether.Bridge
                 }
                 var pending = _invoke.Invoke(_function, new[] { arguments, (object)token });
                 // ValueTask<object?> -> Task<object?>; the type comes from whichever assembly MEAI was built against.
-                var asTask = (Task)pending.GetType().GetMethod("AsTask", Type.EmptyTypes).Invoke(pending, null);
+                var asTask = (Task)Reflected.AsTask(pending.GetType()).Invoke(pending, null);
                 return Completion.ToJson(asTask, typeof(Task<object>), _serialize);
             }, token);
         }
@@ -241,6 +248,11 @@ namespace Tether.Bridge
             return marshalling;
         }
 
+        public bool IsArgumentError(Exception error)
+        {
+            return FailedWhileBinding(error);
+        }
+
         public bool Wraps(MethodInfo method)
         {
             return Discovery.SameMethod(UnderlyingMethod, method);
@@ -262,6 +274,32 @@ namespace Tether.Bridge
         }
     }
 
+    // Reflection looked up once per type: on Mono one GetMethod costs more than the rest of a call.
+    static class Reflected
+    {
+        static readonly ConcurrentDictionary<Type, MethodInfo> AsTaskMethods = new ConcurrentDictionary<Type, MethodInfo>();
+        static readonly ConcurrentDictionary<Type, PropertyInfo> ResultProperties = new ConcurrentDictionary<Type, PropertyInfo>();
+        static readonly ConcurrentDictionary<Type, MethodInfo> RawTextMethods = new ConcurrentDictionary<Type, MethodInfo>();
+
+        // ValueTask / ValueTask<T>.AsTask()
+        public static MethodInfo AsTask(Type valueTask)
+        {
+            return AsTaskMethods.GetOrAdd(valueTask, type => type.GetMethod("AsTask", Type.EmptyTypes));
+        }
+
+        // Task<T>.Result
+        public static PropertyInfo Result(Type task)
+        {
+            return ResultProperties.GetOrAdd(task, type => type.GetProperty("Result"));
+        }
+
+        // System.Text.Json.JsonElement.GetRawText()
+        public static MethodInfo RawText(Type element)
+        {
+            return RawTextMethods.GetOrAdd(element, type => type.GetMethod("GetRawText", Type.EmptyTypes));
+        }
+    }
+
     static class Completion
     {
         public static Task<string> Faulted(Exception error)
@@ -278,7 +316,7 @@ namespace Tether.Bridge
         {
             var hasValue = declared != typeof(void) && !IsPlainAwaitable(declared);
             if (returned != null && IsValueTask(returned.GetType()))
-                returned = returned.GetType().GetMethod("AsTask", Type.EmptyTypes).Invoke(returned, null);
+                returned = Reflected.AsTask(returned.GetType()).Invoke(returned, null);
             var task = returned as Task;
             if (task == null || !IsAwaitable(declared))
                 return Task.FromResult(hasValue ? Serialize(returned, serializer) : "null");
@@ -287,7 +325,7 @@ namespace Tether.Bridge
                 // Rethrown with its original stack: FailedWhileBinding reads where it was thrown.
                 if (done.IsFaulted) System.Runtime.ExceptionServices.ExceptionDispatchInfo.Capture(TaskBridge.Unwrap(done.Exception)).Throw();
                 if (done.IsCanceled) throw new OperationCanceledException("the .NET task was cancelled");
-                return hasValue ? Serialize(done.GetType().GetProperty("Result").GetValue(done, null), serializer) : "null";
+                return hasValue ? Serialize(Reflected.Result(done.GetType()).GetValue(done, null), serializer) : "null";
             }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
         }
 

@@ -142,7 +142,7 @@ namespace Tether.Bridge
         {
             var name = value.GetType().FullName;
             if (name == "System.Text.Json.JsonElement")
-                return (string)value.GetType().GetMethod("GetRawText", Type.EmptyTypes).Invoke(value, null);
+                return (string)Reflected.RawText(value.GetType()).Invoke(value, null);
             if (name != null && name.StartsWith("System.Text.Json.Nodes.", StringComparison.Ordinal))
             {
                 var toJson = value.GetType().GetMethod("ToJsonString", new[] { value.GetType().Assembly.GetType("System.Text.Json.JsonSerializerOptions") });

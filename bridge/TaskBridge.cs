@@ -1,5 +1,6 @@
-// Completion of a .NET Task becomes one byte on a pipe, so Python awaits .NET
-// work on its event loop without parking a thread per call (see
+// Helpers for the Python side: exceptions unwrapped and described, and the one-byte
+// completion signal on a pipe that PendingCall (Calls.cs) writes, so Python awaits
+// .NET work on its event loop without parking a thread per call (see
 // tether_clr/clr/tasks.py).
 using System;
 using System.Runtime.InteropServices;
@@ -10,20 +11,6 @@ namespace Tether.Bridge
 {
     public static class TaskBridge
     {
-        // Writes one byte to `fd` once `task` has finished (ran to completion, faulted
-        // or cancelled), then closes `fd`: the bridge owns it from this call on. The
-        // Python side waits for the read end to become readable. No .NET thread ever
-        // calls into Python, so a .NET garbage collection can never wait on the GIL.
-        public static void SignalOnCompletion(Task task, int fd)
-        {
-            if (task == null) throw new ArgumentNullException("task");
-            task.ContinueWith(
-                delegate(Task _) { Posix.SignalAndClose(fd); },
-                CancellationToken.None,
-                TaskContinuationOptions.ExecuteSynchronously,
-                TaskScheduler.Default);
-        }
-
         // The exception a faulted task carries, with AggregateException and
         // TargetInvocationException layers removed.
         public static Exception Unwrap(Exception error)
@@ -44,11 +31,6 @@ namespace Tether.Bridge
             return error.GetType().FullName + ": " + error.Message;
         }
 
-        public static bool IsCancellation(Exception error)
-        {
-            return Unwrap(error) is OperationCanceledException;
-        }
-
         // The bridge's own binder failed: the arguments never reached the method.
         public static bool IsBindingError(Exception error)
         {
@@ -64,32 +46,26 @@ namespace Tether.Bridge
         [DllImport("libc", EntryPoint = "write", SetLastError = true)]
         static extern IntPtr WriteLibc(int fd, byte[] buffer, IntPtr count);
 
-        [DllImport("libc", EntryPoint = "close", SetLastError = true)]
-        static extern int CloseLibc(int fd);
-
         [DllImport("libc.so.6", EntryPoint = "write", SetLastError = true)]
         static extern IntPtr WriteLibc6(int fd, byte[] buffer, IntPtr count);
 
-        [DllImport("libc.so.6", EntryPoint = "close", SetLastError = true)]
-        static extern int CloseLibc6(int fd);
+        const int EINTR = 4;
 
+        // Writes one byte to `fd` (which stays open), retrying a write a signal interrupted.
         // Mono maps "libc" through its dllmap; CoreCLR may need the versioned soname.
-        public static void SignalAndClose(int fd)
+        public static void Signal(int fd)
         {
             try
             {
-                WriteLibc(fd, One, (IntPtr)1);
-                CloseLibc(fd);
+                while (WriteLibc(fd, One, (IntPtr)1) == (IntPtr)(-1) && Marshal.GetLastWin32Error() == EINTR) { }
             }
             catch (DllNotFoundException)
             {
-                WriteLibc6(fd, One, (IntPtr)1);
-                CloseLibc6(fd);
+                while (WriteLibc6(fd, One, (IntPtr)1) == (IntPtr)(-1) && Marshal.GetLastWin32Error() == EINTR) { }
             }
             catch (EntryPointNotFoundException)
             {
-                WriteLibc6(fd, One, (IntPtr)1);
-                CloseLibc6(fd);
+                while (WriteLibc6(fd, One, (IntPtr)1) == (IntPtr)(-1) && Marshal.GetLastWin32Error() == EINTR) { }
             }
         }
     }

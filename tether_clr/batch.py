@@ -33,11 +33,12 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
 from .catalog.audit import ToolAuditRecord
@@ -92,17 +93,32 @@ async def _told(declaration: Declaration, method: Callable[[_T], Awaitable[None]
 class _Slot:
     call: ToolCall
     declaration: Declaration
-    done: anyio.Event = field(default_factory=anyio.Event)
     execution: ToolExecution | None = None
     entry: _ToolEntry | None = None
     outcome: ToolExecutionOutcome | None = None
     dispatched: bool = False
     started: float = 0.0  # perf_counter at admission; only read when auditing
     audited: bool = False
+    # Made only when the deliverer has to wait for this slot: an inline call's outcome is
+    # already there when it is delivered, and an anyio Event costs a backend lookup.
+    _done: anyio.Event | None = None
 
     def finish(self, outcome: ToolExecutionOutcome) -> None:
         self.outcome = outcome
-        self.done.set()
+        if self._done is not None:
+            self._done.set()
+
+    @property
+    def is_done(self) -> bool:
+        return self.outcome is not None
+
+    async def wait(self) -> None:
+        """Until :meth:`finish`; returns at once, without a checkpoint, when it already ran."""
+        if self.outcome is not None:
+            return
+        if self._done is None:
+            self._done = anyio.Event()
+        await self._done.wait()
 
 
 def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: ToolRegistry, max_parallelism: int) -> None:
@@ -162,9 +178,11 @@ class BatchRun:
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
         self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
-        self._pool = anyio.Semaphore(max_parallelism)
+        self._max_parallelism = max_parallelism
+        self._pool: anyio.Semaphore | None = None  # only parallel groups take slots from it
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
         self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
+        self._caller_can_cancel = cancellation is not None and cancellation.can_be_cancelled
         self._fault: BatchAbortedError | None = None
         self._delivered: list[ToolExecutionOutcome] = []
         self._deliver_scope: anyio.CancelScope | None = None
@@ -193,6 +211,10 @@ class BatchRun:
         return groups
 
     async def run(self) -> list[ToolExecutionOutcome]:
+        # One checkpoint per batch: a batch of instant tools (whose inline groups never wait)
+        # still yields to the loop once, and a cancelled host task is cancelled here, before
+        # anything is declared.
+        await anyio.lowlevel.checkpoint()
         hooks = self._hooks
         if hooks is not None:
             await hooks.batch_started(self._calls)  # raises SinkError before anything ran
@@ -253,11 +275,19 @@ class BatchRun:
             target = None if begun is None else await self._authorize(slot, *begun)
             if target is not None:
                 if await self._flush():
-                    await self._dispatch(slot, *target)
+                    # Inline, nothing but the caller's token can cancel the batch token while the
+                    # body runs (_abort only runs from delivery, later): no token, no cancel scope.
+                    await self._dispatch(slot, *target, interruptible=self._caller_can_cancel)
                 else:
                     slot.finish(_not_dispatched(target[0], self._token))
-            await self._deliver(slots)
+            # Delivered inline, with no cancel scope: the outcome is already there, so the
+            # deliverer never waits, and only its own faults (which return at once) abort.
+            if self._fault is None:
+                await self._deliver_in_order(slots, None)
             return
+        if self._pool is None:
+            self._pool = anyio.Semaphore(self._max_parallelism)
+        pool = self._pool
         # Every call of the group is declared before any is authorized: one durability point for all.
         declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]] = []
         for slot in slots:
@@ -277,12 +307,12 @@ class BatchRun:
                 # Taking the pool slot here, in model order, makes bodies start in model order.
                 acquired = False
                 with cancel_scope_for(self._token):
-                    await self._pool.acquire()
+                    await pool.acquire()
                     acquired = True
                 if acquired and not flushed:
                     flushed = True
                     if not await self._flush():
-                        self._pool.release()
+                        pool.release()
                         acquired = False
                 if acquired:
                     tg.start_soon(self._dispatch_pooled, slot, *target)
@@ -326,12 +356,13 @@ class BatchRun:
         return execution, entry
 
     async def _dispatch_pooled(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
+        assert self._pool is not None
         try:
             await self._dispatch(slot, execution, entry)
         finally:
             self._pool.release()
 
-    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
+    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> None:
         if self._token.is_cancelled:
             slot.finish(_not_dispatched(execution, self._token))
             return
@@ -340,12 +371,16 @@ class BatchRun:
             slot.finish(refusal)
             return
         slot.dispatched = True
-        slot.finish(await self._pipeline.execute(execution, entry))
+        slot.finish(await self._pipeline.execute(execution, entry, interruptible))
 
     async def _deliver(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
-        """Post-execute, policies, sink and listeners, strictly in model order."""
+        """A parallel group's deliverer task: :meth:`_deliver_in_order` in a scope ``_abort`` can cancel."""
         try:
-            await self._deliver_in_order(slots, behind)
+            with anyio.CancelScope() as scope:
+                self._deliver_scope = scope
+                if self._fault is not None:  # the admit loop failed before this task first ran
+                    return
+                await self._deliver_in_order(slots, behind)
         finally:
             self._deliver_scope = None
 
@@ -357,37 +392,34 @@ class BatchRun:
             self._committing = False
 
     async def _deliver_in_order(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None) -> None:
-        with anyio.CancelScope() as scope:
-            self._deliver_scope = scope
-            if self._fault is not None:  # the admit loop failed before this task first ran
+        """Post-execute, policies, sink and listeners, strictly in model order."""
+        for slot in slots:
+            if not slot.is_done:
+                # About to wait for a body still running: the results ready so far become durable
+                # together, in a commit that runs behind the delivery (one at a time) instead of stalling it.
+                if behind is not None and self._flushes and not self._committing:
+                    self._committing = True
+                    behind.start_soon(self._flush_behind)
+                await slot.wait()
+            execution, outcome = slot.execution, slot.outcome
+            assert execution is not None and outcome is not None
+            if slot.dispatched:
+                outcome = await self._pipeline.review(execution, outcome)
+            if self._audit:
+                await self._audit_call(slot, outcome)
+            try:
+                await self._pipeline.enforce_policies(execution, outcome)
+            except ResultPolicyError as fault:
+                self._abort(fault)
                 return
-            for slot in slots:
-                if not slot.done.is_set():
-                    # About to wait for a body still running: the results ready so far become durable
-                    # together, in a commit that runs behind the delivery (one at a time) instead of stalling it.
-                    if behind is not None and self._flushes and not self._committing:
-                        self._committing = True
-                        behind.start_soon(self._flush_behind)
-                    await slot.done.wait()
-                execution, outcome = slot.execution, slot.outcome
-                assert execution is not None and outcome is not None
-                if slot.dispatched:
-                    outcome = await self._pipeline.review(execution, outcome)
-                if self._audit:
-                    await self._audit_call(slot, outcome)
+            if self._sink is not None:
                 try:
-                    await self._pipeline.enforce_policies(execution, outcome)
-                except ResultPolicyError as fault:
-                    self._abort(fault)
+                    await _told(slot.declaration, self._sink.outcome_ready, outcome)
+                except Exception as exc:
+                    self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
                     return
-                if self._sink is not None:
-                    try:
-                        await _told(slot.declaration, self._sink.outcome_ready, outcome)
-                    except Exception as exc:
-                        self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
-                        return
-                self._delivered.append(outcome)
-                await self._pipeline.notify(execution, outcome)
+            self._delivered.append(outcome)
+            await self._pipeline.notify(execution, outcome)
 
     async def _audit_call(self, slot: _Slot, outcome: ToolExecutionOutcome) -> None:
         """One :class:`ToolAuditRecord` per call, to every audit listener; their failures are contained."""

@@ -18,8 +18,9 @@ would leave some body running that should have stopped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -187,22 +188,49 @@ def _name_of(callback: Callable[[], Any]) -> str:
         return "callback"
 
 
-@contextmanager
-def cancel_scope_for(*tokens: CancellationToken) -> Iterator[anyio.CancelScope]:
+class _LinkedCancelScope:
+    """What :func:`cancel_scope_for` returns: a plain class, not a generator, because it sits on every call's path."""
+
+    __slots__ = ("_tokens", "_scope", "_registrations")
+
+    def __init__(self, tokens: tuple[CancellationToken, ...]) -> None:
+        self._tokens = tokens
+        self._scope: anyio.CancelScope | None = None
+        self._registrations: list[_CallbackRegistration] = []
+
+    def __enter__(self) -> anyio.CancelScope:
+        scope = self._scope = anyio.CancelScope()
+        scope.__enter__()
+        try:
+            seen: list[CancellationSource] = []
+            for token in self._tokens:
+                source = token._source
+                if source is not None and source not in seen:  # sources compare by identity
+                    seen.append(source)
+                    self._registrations.append(token.register(scope.cancel))
+        except BaseException as exc:  # pragma: no cover - registering scope.cancel does not raise
+            self._unregister()
+            scope.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return scope
+
+    def _unregister(self) -> None:
+        registrations, self._registrations = self._registrations, []
+        for registration in registrations:
+            registration.dispose()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None) -> bool:
+        self._unregister()
+        scope = self._scope
+        assert scope is not None
+        return bool(scope.__exit__(kind, exc, traceback))
+
+
+def cancel_scope_for(*tokens: CancellationToken) -> AbstractContextManager[anyio.CancelScope]:
     """An anyio cancel scope that is cancelled as soon as any of ``tokens`` is.
 
     This is the bridge from cooperative tokens to anyio's structured
     cancellation: Python code inside is interrupted at its next checkpoint.
+    A token is linked once however often it is passed (tokens of one source are one token).
     """
-    with anyio.CancelScope() as scope:
-        registrations = []
-        seen: list[CancellationToken] = []
-        try:
-            for token in tokens:
-                if token.can_be_cancelled and all(token._source is not other._source for other in seen):
-                    seen.append(token)
-                    registrations.append(token.register(scope.cancel))
-            yield scope
-        finally:
-            for registration in registrations:
-                registration.dispose()
+    return _LinkedCancelScope(tokens)

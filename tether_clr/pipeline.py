@@ -84,6 +84,21 @@ def _requires_approval(entry: _ToolEntry, execution: ToolExecution) -> bool:
     return False
 
 
+class _Uninterruptible:
+    """Stands in for the body's cancel scope when nothing can cancel its token (see ``execute``)."""
+
+    cancelled_caught = False
+
+    def __enter__(self) -> _Uninterruptible:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNINTERRUPTIBLE = _Uninterruptible()
+
+
 class _ContractViolation(Exception):
     """A listener broke its contract (wrong return type, changed the execution)."""
 
@@ -178,6 +193,8 @@ class CallPipeline:
 
     async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
         chain = self._listeners.chain("pre_execute", execution.scope)
+        if not chain:  # no waterfall to build: the end of an empty chain allows
+            return ToolPreDecision.allow()
 
         async def step(index: int) -> ToolPreDecision:
             if index == len(chain):
@@ -268,9 +285,20 @@ class CallPipeline:
         return None if reason is None else _refusal(execution, entry, reason)
 
     # -------------------------------------------------------------- execution
-    async def execute(self, execution: ToolExecution, entry: _ToolEntry) -> ToolExecutionOutcome:
-        """Execute waterfall around the tool body; never raises for tool faults."""
+    async def execute(self, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
+        """Execute waterfall around the tool body; never raises for tool faults.
+
+        ``interruptible=False`` is the batch's promise that nothing can cancel the
+        execution's token while this body runs (an inline call in a batch whose
+        caller passed no cancellable token); with no execute listener to swap in
+        another token, the body then runs without a cancel scope linking it.
+        """
         chain = self._listeners.chain("execute", execution.scope)
+        if not chain:  # no waterfall to build: straight to the body, with the same containment
+            try:
+                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible)
+            except Exception as exc:
+                return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
         async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
             if index == len(chain):
@@ -293,11 +321,12 @@ class CallPipeline:
         except Exception as exc:
             return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
-    async def _run_body(self, dispatch: ToolDispatch, entry: _ToolEntry) -> ToolExecutionOutcome:
+    async def _run_body(self, dispatch: ToolDispatch, entry: _ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
         execution = dispatch.execution
         outcome: ToolExecutionOutcome | None = None
         # The caller's token always reaches the body, even if a listener swapped in an unlinked one.
-        with cancel_scope_for(execution.cancellation, dispatch.cancellation) as scope:
+        linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
+        with linked as scope:
             try:
                 value = await entry.tool.invoke(execution.arguments, dispatch.cancellation)
             except ToolArgumentError as exc:

@@ -218,23 +218,31 @@ class ListenerSnapshot:
 
     __slots__ = ("_by_kind", "_memo")
 
+    # A registry hands the same snapshot to every batch until a listener is registered or
+    # disposed, so the memo outlives batches; bounded, because hosts may make a scope per request.
+    _MEMO_LIMIT = 256
+
     def __init__(self, by_kind: Mapping[ListenerKind, tuple[_Listener, ...]]) -> None:
         self._by_kind = by_kind
-        self._memo: dict[tuple[ListenerKind, int], tuple[Callable[..., Any], ...]] = {}
+        self._memo: dict[tuple[ListenerKind, int], tuple[AgentPipelineScope | None, tuple[Callable[..., Any], ...]]] = {}
 
     def chain(self, kind: ListenerKind, scope: AgentPipelineScope | None) -> tuple[Callable[..., Any], ...]:
         key = (kind, id(scope))
         found = self._memo.get(key)
-        if found is None:
-            lineage = [] if scope is None else list(scope.lineage())
-            applicable = [
-                (-1 if item.scope is None else item.scope.depth, order, item.fn)
-                for order, item in enumerate(self._by_kind[kind])
-                if item.scope is None or any(item.scope is s for s in lineage)
-            ]
-            applicable.sort(key=lambda triple: (triple[0], triple[1]))
-            found = self._memo[key] = tuple(fn for _, _, fn in applicable)
-        return found
+        if found is not None and found[0] is scope:  # the same scope, not a new one at a reused id
+            return found[1]
+        lineage = [] if scope is None else list(scope.lineage())
+        applicable = [
+            (-1 if item.scope is None else item.scope.depth, order, item.fn)
+            for order, item in enumerate(self._by_kind[kind])
+            if item.scope is None or any(item.scope is s for s in lineage)
+        ]
+        applicable.sort(key=lambda triple: (triple[0], triple[1]))
+        chain = tuple(fn for _, _, fn in applicable)
+        if len(self._memo) >= self._MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = (scope, chain)
+        return chain
 
 
 class ToolRegistry:
@@ -269,6 +277,7 @@ class ToolRegistry:
         self._revision = 0
         self._policy_revision = 0
         self._listeners: dict[ListenerKind, tuple[_Listener, ...]] = {kind: () for kind in _KINDS}
+        self._listener_snapshot: ListenerSnapshot | None = None  # rebuilt after a listener change
         self._change_callbacks: tuple[Callable[[ToolsChangedEvent], Any], ...] = ()
         self.approval: ApprovalProvider | None = None
         self.invariant_policy: Registration | None = (
@@ -587,10 +596,12 @@ class ToolRegistry:
         with self._lock:
             current = self._listeners[kind]
             self._listeners[kind] = (item, *current) if prepend else (*current, item)
+            self._listener_snapshot = None
 
         def dispose() -> None:
             with self._lock:
                 self._listeners[kind] = tuple(x for x in self._listeners[kind] if x is not item)
+                self._listener_snapshot = None
 
         return Registration(dispose)
 
@@ -627,8 +638,13 @@ class ToolRegistry:
         return self._add_listener("audit", None, fn, False)
 
     def listener_snapshot(self) -> ListenerSnapshot:
+        """The listeners as they are now; one immutable snapshot is shared until a listener
+        is registered or disposed, so a running batch keeps the one it took."""
         with self._lock:
-            return ListenerSnapshot(dict(self._listeners))
+            snapshot = self._listener_snapshot
+            if snapshot is None:
+                snapshot = self._listener_snapshot = ListenerSnapshot(dict(self._listeners))
+            return snapshot
 
     # ---------------------------------------------------------- change events
     def on_change(self, callback: Callable[[ToolsChangedEvent], Any]) -> Registration:

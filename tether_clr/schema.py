@@ -29,7 +29,7 @@ import math
 import re
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from itertools import accumulate
@@ -39,6 +39,7 @@ from typing import Any
 import jsonschema
 import referencing
 import referencing.jsonschema
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
@@ -46,6 +47,7 @@ import pydantic_core
 from pydantic_core import to_jsonable_python
 from referencing.exceptions import Unresolvable
 
+from .schema_fastpath import compile_success_check
 from .text import describe_exception, is_valid_text, safe_repr, safe_text
 
 __all__ = [
@@ -75,9 +77,36 @@ records that wrap a value.
 """
 
 
+# One encoder for every call: ``json.dumps`` with keyword arguments builds a new one each time.
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
     """Deterministic JSON text: sorted keys, no spaces, no NaN, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL_ENCODER.encode(value)
+
+
+def _make_acyclic_encoder() -> Callable[[Any], str]:
+    """:func:`canonical_json` for values known to hold no cycle, built once.
+
+    ``JSONEncoder.encode`` builds its C encoder, a cycle-marker dict and a
+    closure on every call; a value fresh from ``json.loads`` or from
+    :func:`to_json_value` (which refuses cycles) needs none of them, so one C
+    encoder without markers is reused. Same text, same refusal of NaN.
+    """
+    if c_make_encoder is None:  # pragma: no cover - CPython always has the C accelerator
+        return _CANONICAL_ENCODER.encode
+    encoder = c_make_encoder(
+        None, _CANONICAL_ENCODER.default, encode_basestring, None, ":", ",", True, False, False
+    )
+
+    def encode(value: Any) -> str:
+        return "".join(encoder(value, 0))
+
+    return encode
+
+
+_canonical_acyclic = _make_acyclic_encoder()
 
 
 def detach(value: Any) -> Any:
@@ -322,9 +351,13 @@ def to_json_value(value: Any) -> Any:
 
 def to_json_text(value: Any) -> str:
     """Canonical JSON text of ``value`` converted by :func:`to_json_value`; raises only ``TypeError``."""
+    kind = type(value)
+    # The common tool results, already JSON as they are: skip the converter (same text, same refusals).
+    if (kind is str and value.isascii()) or value is None or kind is bool or (kind is int and -_SMALL < value < _SMALL):
+        return _canonical_acyclic(value)
     plain = to_json_value(value)
     try:
-        return canonical_json(plain)
+        return _canonical_acyclic(plain)
     except (ValueError, RecursionError) as exc:  # pragma: no cover - the converter checked both
         raise JsonConversionError(f"value is not JSON-serializable: {exc}") from None
 
@@ -383,6 +416,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# One strict decoder for every call (``json.loads`` with hooks builds a new one each time).
+_ARGUMENT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _decode_arguments(raw: str) -> Any:
+    """``json.loads(raw, parse_constant=..., parse_float=...)``, with the same BOM refusal and messages."""
+    if raw.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+    return _ARGUMENT_DECODER.decode(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedArguments:
     """A model's arguments after :func:`read_arguments`: the object and its canonical text."""
@@ -412,7 +456,7 @@ def read_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) -
     if depth > limits.max_depth:
         raise InvalidArgumentsJson(f"arguments nest {depth} levels deep; the limit is {limits.max_depth}")
     try:
-        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = _decode_arguments(raw)
     except InvalidArgumentsJson:
         raise
     except RecursionError:
@@ -421,7 +465,7 @@ def read_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) -
         raise InvalidArgumentsJson(f"arguments are not valid JSON: {safe_text(str(exc))}") from None
     if not isinstance(value, dict):
         raise InvalidArgumentsJson(f"arguments must be a JSON object, got {type(value).__name__}")
-    text = canonical_json(value)
+    text = _canonical_acyclic(value)  # fresh from the parser: no cycle, no NaN
     if not is_valid_text(text):
         raise InvalidArgumentsJson("arguments hold a string that is not valid Unicode (an escaped lone surrogate)")
     return ParsedArguments(value, text)
@@ -482,7 +526,7 @@ class ArgumentValidator:
     meta-schemas): nothing is ever retrieved, at registration or per call.
     """
 
-    __slots__ = ("schema_json", "_validator")
+    __slots__ = ("schema_json", "_validator", "_fits")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         if not isinstance(schema, Mapping):
@@ -506,6 +550,8 @@ class ArgumentValidator:
         _check_references(SPECIFICATIONS.combine(registry).resolver_with_root(resource), resource)
         self.schema_json = canonical_json(plain)
         self._validator = cls(plain, registry=registry)
+        # Says only "certainly valid"; every other answer, and every error message, comes from jsonschema.
+        self._fits = compile_success_check(plain, cls)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -514,11 +560,18 @@ class ArgumentValidator:
     def error_for(self, arguments: Any) -> str | None:
         """The most relevant validation error, or None when the arguments fit.
 
+        Arguments that fit a schema of the common shape are recognised by the
+        compiled fast check (:mod:`tether_clr.schema_fastpath`); everything
+        else, failures included, is decided by jsonschema.
+
         Never raises: a keyword that cannot be evaluated on these values (``multipleOf``
         on an integer too large for a float, say) is itself a reason to refuse them,
         so it comes back as the error text (the caller's INVALID_ARGS), fail closed.
         """
+        fits = self._fits
         try:
+            if fits is not None and fits(arguments):
+                return None
             error = best_match(self._validator.iter_errors(arguments))
         except Exception as exc:  # RecursionError and OverflowError included
             return f"arguments cannot be checked against the schema: {describe_exception(exc)}"

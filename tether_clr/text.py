@@ -41,6 +41,8 @@ def safe_text(text: str) -> str:
 
 def safe_text_or_value(value: Any) -> Any:
     """:func:`safe_text` for text; anything else unchanged (optional record fields)."""
+    if type(value) is str and value.isascii():  # the usual id or name: nothing to escape
+        return value
     return safe_text(value) if isinstance(value, str) else value
 
 

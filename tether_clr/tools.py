@@ -89,16 +89,24 @@ class _Binder:
         try:
             self.model: type[BaseModel] = create_model(f"{owner_name}_arguments", __config__=config, **fields)
             self.schema = _strip_titles(self.model.model_json_schema(by_alias=True))
+            self._validate: Callable[[Any], BaseModel] = self.model.__pydantic_validator__.validate_python
         except Exception as exc:
             raise TypeError(f"{owner_name}: parameters cannot be described by a JSON schema: {exc}") from exc
 
     def bind(self, arguments: Mapping[str, Any], cancellation: CancellationToken) -> tuple[list[Any], dict[str, Any]]:
+        """Validate with the pydantic model (strictly as declared) and split into call arguments.
+
+        The model's core validator is called directly, without ``model_validate``'s
+        wrapper, and a dict (what the pipeline always passes: a private copy) is
+        not copied again; the verdict is the model's either way.
+        """
         try:
-            model = self.model.model_validate(dict(arguments))
+            model = self._validate(arguments if type(arguments) is dict else dict(arguments))
         except ValidationError as exc:
             raise ToolArgumentError(_describe_validation_error(exc)) from None
-        args = [getattr(model, field) for field, _ in self.positional]
-        kwargs = {name: getattr(model, field) for field, name in self.keyword}
+        values = model.__dict__
+        args = [values[field] for field, _ in self.positional]
+        kwargs = {name: values[field] for field, name in self.keyword}
         if self.cancellation_param is not None:
             kwargs[self.cancellation_param] = cancellation
         return args, kwargs

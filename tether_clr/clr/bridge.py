@@ -34,6 +34,10 @@ def bridge() -> Any:
 
             _bridge = SimpleNamespace(
                 TaskBridge=Bridge.TaskBridge,
+                # Looked up once: on Mono a pythonnet attribute lookup costs as much as the call.
+                calls=SimpleNamespace(
+                    start=Bridge.PendingCall.Start, finish=Bridge.PendingCall.Finish, cancel=Bridge.PendingCall.Cancel
+                ),
                 Discovery=Bridge.Discovery,
                 DescribedFunction=Bridge.DescribedFunction,
                 AIFunctionHandle=Bridge.AIFunctionHandle,

@@ -22,7 +22,7 @@ from ..cancellation import CancellationToken
 from ..schema import canonical_json
 from .bridge import bridge, clr_add_reference
 from .runtime import ClrUnavailableError
-from .tasks import await_dotnet_json
+from .tasks import call_dotnet_json
 
 __all__ = [
     "ClrFunction",
@@ -57,12 +57,10 @@ class ClrFunction:
         self._schema_json = str(handle.JsonSchema)
         self._concurrency_safe = bool(handle.IsConcurrencySafe)
         self.requires_approval: bool | None = True if kind == "aifunction" and bool(handle.RequiresApproval) else None
-        native = bridge()
-        # Only a failure before the body ran means "bad arguments": the bridge's own binder for a
-        # wrapped method; for an AIFunction also MEAI's parameter marshalling (decided by the stage).
-        self._is_argument_error = (
-            native.TaskBridge.IsBindingError if kind == "method" else handle.FailedWhileBinding
-        )
+        # The bridge's PendingCall runs each call; the handle itself says which failures mean
+        # "bad arguments" (the bridge's own binder for a wrapped method; for an AIFunction also
+        # MEAI's parameter marshalling, decided by the stage).
+        self._calls = bridge().calls
 
     @property
     def name(self) -> str:
@@ -87,8 +85,7 @@ class ClrFunction:
         return self._concurrency_safe
 
     async def invoke(self, arguments: dict[str, Any], cancellation: CancellationToken) -> Any:
-        text = canonical_json(arguments)
-        return await await_dotnet_json(lambda token: self._handle.InvokeAsync(text, token), cancellation, self._is_argument_error)
+        return await call_dotnet_json(self._calls, self._handle, canonical_json(arguments), cancellation)
 
     def __repr__(self) -> str:
         return f"ClrFunction(name={self._name!r}, kind={self.kind!r})"

@@ -1,14 +1,21 @@
-"""Awaiting .NET work from anyio without blocking a thread per call.
+"""Awaiting a .NET tool call from anyio: two crossings per call, no thread parked per call.
 
-The bridge's ``TaskBridge.SignalOnCompletion`` writes one byte to a pipe when a
-Task finishes; the event loop waits for the read end with
-``anyio.wait_readable`` (asyncio and trio alike). No .NET thread calls back into
-Python: a callback would need the GIL on a .NET thread, and a Mono garbage
-collection that waits for that thread while the GIL holder waits for the
-collection deadlocks the process. The caller's cancellation token, and anyio
-cancellation of the awaiting task, both become
-``CancellationTokenSource.Cancel()``; the .NET task is then drained, so no body
-is left running behind the pipeline's back.
+The bridge's ``PendingCall`` starts the call (its own ``CancellationTokenSource``
+lives on the .NET side) and, once the call has finished, writes one byte to a
+pipe; the event loop waits for the read end with ``anyio.wait_readable``
+(asyncio and trio alike), then ``Finish()`` hands back the result JSON, or a
+status letter and a message the .NET side already classified. So a call
+crosses into .NET twice (start, finish), plus once to cancel it.
+
+No .NET thread calls back into Python: a callback would need the GIL on a .NET
+thread, and a Mono garbage collection that waits for that thread while the GIL
+holder waits for the collection deadlocks the process. The caller's
+cancellation token, and anyio cancellation of the awaiting task, both become
+``PendingCall.Cancel()``; the .NET task is then drained, so no body is left
+running behind the pipeline's back.
+
+The pipes are reused: one is taken per call in flight and put back once its
+byte has been read, so a pipe goes back only when the .NET side is done with it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
+import threading
 from typing import Any
 
 import anyio
@@ -24,79 +31,112 @@ import anyio
 from ..cancellation import CancellationToken, OperationCancelledError
 from ..errors import ToolArgumentError, ToolError
 
-__all__ = ["await_dotnet_json", "raise_for_clr_exception"]
+__all__ = ["call_dotnet_json"]
+
+# The status letters of ``PendingCall.Finish()`` (bridge/Calls.cs); anything else is result JSON.
+_CANCELLED, _ARGUMENT_ERROR, _TOOL_ERROR = "C", "A", "E"
+_FAILURES = {
+    _CANCELLED: OperationCancelledError,
+    _ARGUMENT_ERROR: ToolArgumentError,
+    _TOOL_ERROR: ToolError,
+}
 
 logger = logging.getLogger("tether_clr")
 
 
-def raise_for_clr_exception(error: Any, is_argument_error: Callable[[Any], bool]) -> None:
-    """Map a .NET exception to what the pipeline understands; always raises."""
-    from .bridge import bridge
+class _SignalPipes:
+    """Idle pipes for completion signals; at most ``keep`` are kept, the rest are closed."""
 
-    task_bridge = bridge().TaskBridge
-    inner = task_bridge.Unwrap(error)
-    if task_bridge.IsCancellation(inner):
-        raise OperationCancelledError(f"{inner.GetType().FullName}: {inner.Message}")
-    if is_argument_error(inner):
-        raise ToolArgumentError(str(inner.Message))
-    raise ToolError(str(task_bridge.Describe(inner)))
+    def __init__(self, keep: int = 64) -> None:
+        self._idle: list[tuple[int, int]] = []
+        self._keep = keep
+        self._lock = threading.Lock()
 
-
-async def _completion(task: Any, source: Any) -> None:
-    if task.IsCompleted:
-        return
-    from .bridge import bridge
-
-    read_end, write_end = os.pipe()
-    try:
+    def take(self) -> tuple[int, int]:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        read_end, write_end = os.pipe()
         os.set_blocking(read_end, False)
+        return read_end, write_end
+
+    def put_back(self, pipe: tuple[int, int]) -> None:
+        """Only for a pipe whose signal was read (or never promised): it must be empty and unwatched."""
+        with self._lock:
+            if len(self._idle) < self._keep:
+                self._idle.append(pipe)
+                return
+        for fd in pipe:
+            os.close(fd)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's pipes are not ours to reuse."""
+        idle, self._idle = self._idle, []
+        self._lock = threading.Lock()
+        for pipe in idle:
+            for fd in pipe:
+                os.close(fd)
+
+
+_pipes = _SignalPipes()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pipes.forget)
+
+
+async def _signalled(read_end: int) -> None:
+    """Wait until the .NET side has written its byte, and read it."""
+    while True:
+        await anyio.wait_readable(read_end)
         try:
-            bridge().TaskBridge.SignalOnCompletion(task, write_end)  # .NET owns and closes write_end now
-        except BaseException:
-            os.close(write_end)
-            raise
+            if os.read(read_end, 16):
+                return
+        except BlockingIOError:  # woken without data: wait again
+            continue
+
+
+async def call_dotnet_json(calls: Any, function: Any, arguments_json: str, cancellation: CancellationToken) -> Any:
+    """Run one call of ``function`` (a bridge ``IJsonFunction``) and return its parsed JSON result.
+
+    ``calls`` holds the bridge's ``PendingCall.Start``, ``.Finish`` and ``.Cancel``
+    (looked up once: a pythonnet attribute lookup costs as much as a call). Raises
+    ``ToolArgumentError`` when the .NET side could not bind the arguments,
+    ``OperationCancelledError`` when the call was cancelled, ``ToolError`` for any
+    other .NET failure; cancellation of the awaiting task cancels the call and
+    waits for it to end. A token cancelled before the start reaches the tool
+    already cancelled, as a linked ``CancellationTokenSource`` would.
+    """
+    read_end, write_end = pipe = _pipes.take()
+    try:
+        calls.start(function, arguments_json, write_end, cancellation.is_cancelled)
+    except BaseException:
+        _pipes.put_back(pipe)  # refused before the call started: nothing will write to it
+        raise
+    cancel = calls.cancel
+    link = cancellation.register(lambda: cancel(write_end)) if cancellation.can_be_cancelled else None
+    signalled = False
+    try:
         try:
-            await anyio.wait_readable(read_end)
+            await _signalled(read_end)
         except anyio.get_cancelled_exc_class():
             # Cancel() runs the .NET token's callbacks; one that throws must not skip the
             # drain, or the body would go on running after the batch returned.
             try:
-                source.Cancel()
+                cancel(write_end)
             except Exception:
                 logger.warning("a .NET cancellation callback threw; draining the task anyway", exc_info=True)
-            with anyio.CancelScope(shield=True):
-                await anyio.wait_readable(read_end)
+            with anyio.CancelScope(shield=True):  # drain: the body ends before we do
+                await _signalled(read_end)
+            signalled = True
             raise
+        signalled = True
     finally:
-        os.close(read_end)
-
-
-async def await_dotnet_json(
-    start: Callable[[Any], Any],
-    cancellation: CancellationToken,
-    is_argument_error: Callable[[Any], bool],
-) -> Any:
-    """Start .NET work that returns ``Task<string>`` (JSON) and await its parsed result.
-
-    ``start`` receives a .NET ``CancellationToken`` linked to ``cancellation``.
-    """
-    from System.Threading import CancellationTokenSource  # type: ignore[import-not-found]
-
-    source = CancellationTokenSource()
-    link = cancellation.register(source.Cancel)
-    try:
-        try:
-            task = start(source.Token)
-        except Exception as error:
-            if hasattr(error, "GetType"):  # a .NET exception thrown synchronously
-                raise_for_clr_exception(error, is_argument_error)
-            raise
-        await _completion(task, source)
-        if task.IsFaulted:
-            raise_for_clr_exception(task.Exception, is_argument_error)
-        if task.IsCanceled:
-            raise OperationCancelledError("the .NET task was cancelled")
-        return json.loads(task.Result)
-    finally:
-        link.dispose()
-        source.Dispose()
+        if link is not None:
+            link.dispose()
+        # A pipe whose byte was not read (a fault while waiting, not cancellation) may still be
+        # written to: the call stays registered and the pipe is neither reused nor closed.
+        if signalled:
+            text = calls.finish(write_end)  # also forgets the call, so the pipe can serve another
+            _pipes.put_back(pipe)
+    if text and text[0] in _FAILURES:
+        raise _FAILURES[text[0]](text[1:])
+    return json.loads(text)
