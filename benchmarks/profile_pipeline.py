@@ -165,7 +165,7 @@ async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, f
     token = CancellationToken.none()
     try:
         pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
-        execution, entry, _ = pipeline.begin(calls[0], token)
+        _, execution, entry, _ = pipeline.begin(calls[0], token)
         assert entry is not None
         outcome = ToolExecutionOutcome.success("c0", "echo", "hi")
 

@@ -330,8 +330,10 @@ _RESULT = "kind = 'tool/result' AND turn = 1 AND call_id = 'c2'"
         (["UPDATE session_events SET payload = replace(payload, '\"approved\"', '\"rejected\"') WHERE kind = 'approval/decided'"],
          "after its approval was refused"),
         (["DELETE FROM session_events WHERE kind = 'turn/end' AND turn = 2"], "turn 2 is not ended"),
+        ([f"UPDATE session_events SET payload = '[1, 2]' WHERE {_RESULT}"], "payload is not a JSON object"),
     ],
-    ids=["result-deleted", "result-duplicated", "call-deleted", "results-reordered", "body-after-refusal", "turn-left-open"],
+    ids=["result-deleted", "result-duplicated", "call-deleted", "results-reordered", "body-after-refusal", "turn-left-open",
+         "payload-not-an-object"],
 )
 def test_log_verify_catches_a_hand_corrupted_log(ran_demo: Path, statements: list[str], expected: str) -> None:
     _corrupt(ran_demo, *statements)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from .events import APPROVAL_DECIDED, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, SessionEvent
 
@@ -23,8 +24,13 @@ __all__ = ["log_violations"]
 
 
 def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> list[str]:
-    """Every broken invariant of one session's log, as text; empty when the log is sound."""
+    """Every broken invariant of one session's log, as text; empty when the log is sound.
+
+    A hand-edited payload that is not a JSON object is itself a violation, and is
+    read as an empty one so that every other check still runs (never a crash).
+    """
     problems: list[str] = []
+    events = _with_object_payloads(events, problems)
     last_seq = None
     calls: Counter[tuple[int, int | None, object]] = Counter()
     results: Counter[tuple[int, int | None, object]] = Counter()
@@ -99,3 +105,14 @@ def _bodies_after_refusal(events: Sequence[SessionEvent]) -> list[str]:
                     f"ended {code} after its approval was refused (a body ran after a refusal)"
                 )
     return problems
+
+
+def _with_object_payloads(events: Sequence[SessionEvent], problems: list[str]) -> list[SessionEvent]:
+    checked: list[SessionEvent] = []
+    for event in events:
+        if not isinstance(event.payload, dict):
+            problems.append(f"seq {event.seq} ({event.kind}): payload is not a JSON object")
+            event = replace(event, payload={})
+        checked.append(event)
+    return checked
+
