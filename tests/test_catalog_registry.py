@@ -324,6 +324,26 @@ def test_discover_applies_a_capability_query() -> None:
     assert [o.reason for o in result.omitted] == ["query_mismatch"]
 
 
+def test_editing_an_assemblys_definitions_changes_neither_later_assemblies_nor_its_declarations() -> None:
+    def a_tool(text: str) -> str:
+        return text
+
+    registry = ToolRegistry()
+    versioned(registry, "a_tool", fn=a_tool)
+    assembly = registry.assemble(CTX)
+    shown = assembly.definitions[0]
+    shown.parameters["properties"]["injected"] = {"type": "string"}
+    shown.parameters.setdefault("required", []).append("injected")
+    declared = assembly.get_declarations()[0]
+    declared.parameters["properties"].clear()
+    fresh = registry.assemble(CTX)
+    assert "injected" not in fresh.definitions[0].parameters["properties"]
+    assert "injected" not in assembly.definitions[0].parameters["properties"]
+    assert fresh.definitions[0].parameters["properties"] and assembly.get_declarations()[0].parameters["properties"]
+    assert fresh.definitions == assembly.definitions and fresh.digest == assembly.digest
+    assert registry.seal().get_declarations()[0].parameters == fresh.definitions[0].parameters
+
+
 def test_an_assembly_is_an_immutable_snapshot_and_a_sealed_view() -> None:
     registry = ToolRegistry()
     versioned(registry, "b_tool")

@@ -241,6 +241,7 @@ class ToolAssembly(SealedToolCatalogView):
 
     @property
     def definitions(self) -> tuple[ToolSchemaSnapshot, ...]:
+        """The definitions the model is shown, in catalog order (fresh copies on every read)."""
         return self._selection.definitions
 
     @property
@@ -268,7 +269,7 @@ class ToolAssembly(SealedToolCatalogView):
 
     def get_declarations(self) -> list[ToolSchemaSnapshot]:
         """The definitions as the model was shown them (fresh copies)."""
-        return [definition.model_copy(deep=True) for definition in self._selection.definitions]
+        return list(self._selection.definitions)
 
     def binding_of(self, entry: _ToolEntry) -> ToolBinding:
         return entry.candidate.binding

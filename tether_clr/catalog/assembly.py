@@ -371,7 +371,10 @@ class CatalogSelection:
 
     @property
     def definitions(self) -> tuple[ToolSchemaSnapshot, ...]:
-        return tuple(c.definition for c in self.chosen)
+        """The chosen tools' definitions, in catalog order, as fresh deep copies: a caller that
+        edits one (its ``parameters`` dict is mutable) cannot change what later assemblies show
+        the model while their digest stays the same."""
+        return tuple(c.definition.model_copy(deep=True) for c in self.chosen)
 
     @property
     def bindings(self) -> Mapping[str, ToolBinding]:
