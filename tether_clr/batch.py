@@ -2,14 +2,18 @@
 sink, and the cancellation drain.
 
 Calls are split into groups: a run of consecutive PARALLEL calls, or a single
-EXCLUSIVE call (a barrier). Inside a group:
+EXCLUSIVE call (a barrier). A group of one runs every stage inline. In a larger group:
 
-* one task walks the calls in model order: declares each to the sink, runs
-  pre-execute, approval and guards, waits for a free slot of the pool
-  (``max_parallelism``), then starts the body without waiting for it to end;
+* the calls are declared to the sink in model order;
+* a pool of at most ``max_parallelism`` workers runs the group: a free worker
+  takes the admission baton, authorizes the next calls in model order
+  (pre-execute, approval, guards) until one may run, and starts that call's body
+  itself; so bodies start in model order, at most ``max_parallelism`` run at
+  once, and a call is authorized only when a worker is free to run it;
 * one task walks the calls in model order again, waits for each body, runs the
   post-execute waterfall and the result policies, and only then hands the
-  outcome to the sink and the result listeners.
+  outcome to the sink and the result listeners. A worker whose outcome it was
+  waiting for lets it take that outcome up before admitting another call.
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
@@ -31,6 +35,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -47,7 +52,8 @@ from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .pipeline import CallPipeline, describe_exception, maybe_await
-from .registry import ToolRegistry, install_batch_executor
+from .schema import ParsedArguments
+from .registry import ToolRegistry, classify_reading, install_batch_executor
 from .sink_hooks import RecordingApproval, SinkHooks
 from .sink_protocol import ToolCallSink
 from .views import SealedToolCatalogView, _ToolEntry
@@ -98,10 +104,14 @@ class _Slot:
     outcome: ToolExecutionOutcome | None = None
     dispatched: bool = False
     started: float = 0.0  # perf_counter at admission; only read when auditing
+    parsed: ParsedArguments | None = None  # the arguments as classifying read them, unseen by anyone
     audited: bool = False
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
+    # The deliverer took the outcome up after waiting for it (or is gone); see taken_up().
+    taken: bool = False
+    _taken: anyio.Event | None = None
 
     def finish(self, outcome: ToolExecutionOutcome) -> None:
         self.outcome = outcome
@@ -112,6 +122,25 @@ class _Slot:
     def is_done(self) -> bool:
         return self.outcome is not None
 
+    @property
+    def awaited(self) -> bool:
+        """The deliverer waited (or waits) for this slot's outcome."""
+        return self._done is not None
+
+    def take_up(self) -> None:
+        """The deliverer resumed with this outcome, or stopped delivering: release :meth:`taken_up`."""
+        self.taken = True
+        if self._taken is not None:
+            self._taken.set()
+
+    async def taken_up(self) -> None:
+        """Until :meth:`take_up`; returns at once when it already ran."""
+        if self.taken:
+            return
+        if self._taken is None:
+            self._taken = anyio.Event()
+        await self._taken.wait()
+
     async def wait(self) -> None:
         """Until :meth:`finish`; returns at once, without a checkpoint, when it already ran."""
         if self.outcome is not None:
@@ -119,6 +148,44 @@ class _Slot:
         if self._done is None:
             self._done = anyio.Event()
         await self._done.wait()
+
+
+class _Admission:
+    """A parallel group's admission: the declared calls, a cursor, and a baton that one worker holds at a time.
+
+    The baton keeps admission sequential and in model order when it awaits (a listener,
+    the approval provider, a sink's flush); uncontended, taking it costs no checkpoint.
+    """
+
+    __slots__ = ("declared", "next", "flushed", "_held", "_waiting")
+
+    def __init__(self, declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]]) -> None:
+        self.declared = declared
+        self.next = 0  # the next declared call to authorize
+        self.flushed = False  # the sink was flushed before the group's first body
+        self._held = False
+        self._waiting: deque[anyio.Event] = deque()
+
+    async def acquire(self) -> None:
+        if not self._held:
+            self._held = True
+            return
+        handed = anyio.Event()
+        self._waiting.append(handed)
+        try:
+            await handed.wait()  # release() hands the baton over: it stays held
+        except BaseException:
+            if handed.is_set():  # handed over while being cancelled: pass it on
+                self.release()
+            else:
+                self._waiting.remove(handed)
+            raise
+
+    def release(self) -> None:
+        if self._waiting:
+            self._waiting.popleft().set()
+        else:
+            self._held = False
 
 
 def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: ToolRegistry, max_parallelism: int) -> None:
@@ -179,7 +246,6 @@ class BatchRun:
         self._committing = False  # a commit runs behind the delivery
         self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
         self._max_parallelism = max_parallelism
-        self._pool: anyio.Semaphore | None = None  # only parallel groups take slots from it
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
         self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
         self._caller_can_cancel = cancellation is not None and cancellation.can_be_cancelled
@@ -197,9 +263,17 @@ class BatchRun:
     def _groups(self) -> list[list[_Slot]]:
         groups: list[list[_Slot]] = []
         parallel: list[_Slot] = []
+        registry, view = self._registry, self._view
+        # The registry's own classifier hands back the arguments it read when no predicate saw them
+        # (a constant one), and begin() then does not read them again; a subclass's classify() is asked as is.
+        own = type(registry).classify is ToolRegistry.classify
         for index, call in enumerate(self._calls):
             slot = _Slot(call, Declaration(self._batch_id, index))
-            if self._registry.classify(call, self._view) is ToolExecutionMode.PARALLEL:
+            if own:
+                mode, slot.parsed = classify_reading(call, view)
+            else:
+                mode = registry.classify(call, view)
+            if mode is ToolExecutionMode.PARALLEL:
                 parallel.append(slot)
                 continue
             if parallel:
@@ -285,9 +359,6 @@ class BatchRun:
             if self._fault is None:
                 await self._deliver_in_order(slots, None)
             return
-        if self._pool is None:
-            self._pool = anyio.Semaphore(self._max_parallelism)
-        pool = self._pool
         # Every call of the group is declared before any is authorized: one durability point for all.
         declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]] = []
         for slot in slots:
@@ -295,35 +366,63 @@ class BatchRun:
             if begun is None:
                 break
             declared.append((slot, begun))
+        admission = _Admission(declared)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._deliver, slots, tg)
-            flushed = False
-            for slot, begun in declared:
-                if self._fault is not None:
-                    break
+            # A worker pool: at most max_parallelism workers, each admitting the next call in model
+            # order when it is free and then running that call's body. Bodies thus start in model
+            # order and never more than max_parallelism at once, with no task, pool slot or event per call.
+            for _ in range(min(self._max_parallelism, len(declared))):
+                tg.start_soon(self._work, admission)
+
+    async def _work(self, admission: _Admission) -> None:
+        """One worker of a parallel group: admit the next call, run its body, until admission ends."""
+        while True:
+            admitted = await self._admit_next(admission)
+            if admitted is None:
+                return
+            slot = admitted[0]
+            await self._dispatch(*admitted)
+            if slot.awaited:
+                # The deliverer was waiting for this outcome: let it take it up (review, result
+                # policies) before this worker admits another call, so a policy that stops the batch
+                # stops it before anything new is dispatched.
+                await slot.taken_up()
+
+    async def _admit_next(self, admission: _Admission) -> tuple[_Slot, ToolExecution, _ToolEntry] | None:
+        """The admission loop of a parallel group, run by whichever worker is free, one at a time.
+
+        Walks the declared calls in model order: authorizes each (pre-execute, approval,
+        guards) and returns the first that may run, for the calling worker to start now;
+        None when admission is over: every call admitted or refused, or an infrastructure
+        fault stopped the batch. The group's first body waits for the sink's flush.
+        """
+        await admission.acquire()
+        try:
+            declared = admission.declared
+            while admission.next < len(declared):
+                if self._fault is not None:  # an infrastructure fault stops admission
+                    return None
+                slot, begun = declared[admission.next]
+                admission.next += 1
                 target = await self._authorize(slot, *begun)
                 if target is None:
                     continue
-                # Taking the pool slot here, in model order, makes bodies start in model order.
-                acquired = False
-                with cancel_scope_for(self._token):
-                    await pool.acquire()
-                    acquired = True
-                if acquired and not flushed:
-                    flushed = True
+                if not admission.flushed:  # durable before the group's first body starts
+                    admission.flushed = True
                     if not await self._flush():
-                        pool.release()
-                        acquired = False
-                if acquired:
-                    tg.start_soon(self._dispatch_pooled, slot, *target)
-                else:
-                    slot.finish(_not_dispatched(target[0], self._token))
+                        slot.finish(_not_dispatched(target[0], self._token))
+                        continue
+                return (slot, *target)
+            return None
+        finally:
+            admission.release()
 
     async def _declare(self, slot: _Slot) -> tuple[_ToolEntry | None, ToolExecutionOutcome | None] | None:
         """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
         if self._audit:
             slot.started = time.perf_counter()
-        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token)
+        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
         slot.execution = execution
         slot.entry = entry
         if self._sink is not None:
@@ -355,13 +454,6 @@ class BatchRun:
             return None
         return execution, entry
 
-    async def _dispatch_pooled(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
-        assert self._pool is not None
-        try:
-            await self._dispatch(slot, execution, entry)
-        finally:
-            self._pool.release()
-
     async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> None:
         if self._token.is_cancelled:
             slot.finish(_not_dispatched(execution, self._token))
@@ -383,6 +475,8 @@ class BatchRun:
                 await self._deliver_in_order(slots, behind)
         finally:
             self._deliver_scope = None
+            for slot in slots:  # a worker waiting for the delivery to take its outcome up goes on
+                slot.take_up()
 
     async def _flush_behind(self) -> None:
         try:
@@ -401,6 +495,7 @@ class BatchRun:
                     self._committing = True
                     behind.start_soon(self._flush_behind)
                 await slot.wait()
+                slot.take_up()
             execution, outcome = slot.execution, slot.outcome
             assert execution is not None and outcome is not None
             if slot.dispatched:

@@ -25,7 +25,7 @@ from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
 from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
-from .schema import InvalidArgumentsJson, canonical_json, read_arguments
+from .schema import InvalidArgumentsJson, ParsedArguments, canonical_json, read_arguments
 from .text import describe_exception, exception_text, safe_repr
 
 if TYPE_CHECKING:
@@ -115,13 +115,15 @@ class CallPipeline:
 
     # ------------------------------------------------------------ resolution
     def begin(
-        self, call: ToolCall, token: CancellationToken
+        self, call: ToolCall, token: CancellationToken, parsed: ParsedArguments | None = None
     ) -> tuple[ToolCall, ToolExecution, _ToolEntry | None, ToolExecutionOutcome | None]:
         """Build the execution and resolve the tool; an early outcome means no dispatch.
 
         Returns the call as it is to be declared to the sink: ``call`` itself, or,
         when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
         which the execution and the outcome then carry too (refused INVALID_ARGS).
+        ``parsed``, when given, must be ``read_arguments(call.arguments,
+        view.argument_limits)``, fresh and seen by no one else; it saves reading them again.
         """
         invalid = call.invalid_text_fields()
         if invalid:
@@ -132,7 +134,8 @@ class CallPipeline:
         try:
             if parse_error is not None:  # the client could not parse the model's text: never run it
                 raise InvalidArgumentsJson(parse_error)
-            parsed = read_arguments(call.arguments, self._view.argument_limits)
+            if parsed is None or invalid:
+                parsed = read_arguments(call.arguments, self._view.argument_limits)
             arguments, arguments_json = parsed.value, parsed.json
         except InvalidArgumentsJson as exc:
             parse_error = str(exc)
