@@ -109,7 +109,7 @@ class _Slot:
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
-    # The deliverer took the outcome up after waiting for it (or is gone); see taken_up().
+    # The deliverer took the outcome up (or is gone); see taken_up().
     taken: bool = False
     _taken: anyio.Event | None = None
 
@@ -121,11 +121,6 @@ class _Slot:
     @property
     def is_done(self) -> bool:
         return self.outcome is not None
-
-    @property
-    def awaited(self) -> bool:
-        """The deliverer waited (or waits) for this slot's outcome."""
-        return self._done is not None
 
     def take_up(self) -> None:
         """The deliverer resumed with this outcome, or stopped delivering: release :meth:`taken_up`."""
@@ -188,6 +183,21 @@ class _Admission:
             self._held = False
 
 
+class _Worker:
+    """A parallel worker's one cancel scope, and the slot whose body runs in it now."""
+
+    __slots__ = ("scope", "running")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.running: _Slot | None = None
+
+    def interrupt(self) -> None:
+        """The batch token's callback: cancel the scope only while a body runs in it."""
+        if self.running is not None:
+            self.scope.cancel()
+
+
 def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: ToolRegistry, max_parallelism: int) -> None:
     """Misuse by the caller (not by the model) is a programming error, raised before anything runs."""
     if isinstance(max_parallelism, bool) or not isinstance(max_parallelism, int) or max_parallelism < 1:
@@ -246,12 +256,16 @@ class BatchRun:
         self._committing = False  # a commit runs behind the delivery
         self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
         self._max_parallelism = max_parallelism
+        # Parallel workers link their bodies to the batch token with one scope each, unless an
+        # execute listener may hand a body another token (then each body links its own).
+        self._worker_scopes = not self._pipeline.swaps_cancellation
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
         self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
         self._caller_can_cancel = cancellation is not None and cancellation.can_be_cancelled
         self._fault: BatchAbortedError | None = None
         self._delivered: list[ToolExecutionOutcome] = []
         self._deliver_scope: anyio.CancelScope | None = None
+        self._delivering: _Slot | None = None  # the slot the deliverer is at, in a parallel group
         # Audit machinery only when someone listens: otherwise no clocks, no records.
         self._audit: tuple[Callable[..., Any], ...] = self._pipeline.audit_listeners()
         self._batch_id = uuid.uuid4().hex
@@ -367,6 +381,7 @@ class BatchRun:
                 break
             declared.append((slot, begun))
         admission = _Admission(declared)
+        self._delivering = slots[0]  # where the deliverer starts, even before its task first runs
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._deliver, slots, tg)
             # A worker pool: at most max_parallelism workers, each admitting the next call in model
@@ -376,18 +391,43 @@ class BatchRun:
                 tg.start_soon(self._work, admission)
 
     async def _work(self, admission: _Admission) -> None:
-        """One worker of a parallel group: admit the next call, run its body, until admission ends."""
-        while True:
-            admitted = await self._admit_next(admission)
-            if admitted is None:
-                return
-            slot = admitted[0]
-            await self._dispatch(*admitted)
-            if slot.awaited:
-                # The deliverer was waiting for this outcome: let it take it up (review, result
-                # policies) before this worker admits another call, so a policy that stops the batch
-                # stops it before anything new is dispatched.
-                await slot.taken_up()
+        """One worker of a parallel group: admit the next call, run its body, until admission ends.
+
+        When every body runs on the batch token itself (no execute listener can hand
+        one another token), one cancel scope serves all the bodies this worker runs:
+        the token cancels it only while a body runs, and the worker leaves it right
+        after an interrupted body, before anything else can await inside it; an
+        interrupted body is ABORTED exactly as a body with its own linked scope.
+        Once the token is cancelled no body starts again, so the rest needs no scope.
+        """
+        if self._worker_scopes:
+            worker = _Worker()
+            with self._token.register(worker.interrupt), worker.scope:
+                while await self._work_one(admission, worker):
+                    if worker.scope.cancel_called:  # leave the scope before anything awaits in it
+                        break
+            interrupted = worker.running
+            if interrupted is not None:  # its body was cancelled: it never reached an outcome
+                assert interrupted.execution is not None
+                interrupted.finish(self._pipeline.cancelled(interrupted.execution))
+        while await self._work_one(admission, None):
+            pass
+
+    async def _work_one(self, admission: _Admission, worker: _Worker | None) -> bool:
+        """Admit one call and run it; False when admission is over."""
+        admitted = await self._admit_next(admission)
+        if admitted is None:
+            return False
+        slot = admitted[0]
+        await self._dispatch(*admitted, worker=worker)
+        if worker is not None and worker.scope.cancel_called:
+            return True  # the caller leaves the worker's scope first
+        if self._delivering is slot:
+            # The delivery has nothing earlier to deliver: let it take this outcome up (review,
+            # result policies) before this worker admits another call, so a policy that stops the
+            # batch stops it before anything new is dispatched.
+            await slot.taken_up()
+        return True
 
     async def _admit_next(self, admission: _Admission) -> tuple[_Slot, ToolExecution, _ToolEntry] | None:
         """The admission loop of a parallel group, run by whichever worker is free, one at a time.
@@ -454,7 +494,10 @@ class BatchRun:
             return None
         return execution, entry
 
-    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> None:
+    async def _dispatch(
+        self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True, worker: _Worker | None = None
+    ) -> None:
+        """Re-authorize and run one admitted call; ``worker``: its cancel scope links the body to the token."""
         if self._token.is_cancelled:
             slot.finish(_not_dispatched(execution, self._token))
             return
@@ -463,7 +506,13 @@ class BatchRun:
             slot.finish(refusal)
             return
         slot.dispatched = True
-        slot.finish(await self._pipeline.execute(execution, entry, interruptible))
+        if worker is None:
+            slot.finish(await self._pipeline.execute(execution, entry, interruptible))
+            return
+        worker.running = slot
+        outcome = await self._pipeline.execute(execution, entry, False)
+        worker.running = None
+        slot.finish(outcome)
 
     async def _deliver(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
         """A parallel group's deliverer task: :meth:`_deliver_in_order` in a scope ``_abort`` can cancel."""
@@ -488,6 +537,7 @@ class BatchRun:
     async def _deliver_in_order(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None) -> None:
         """Post-execute, policies, sink and listeners, strictly in model order."""
         for slot in slots:
+            self._delivering = slot
             if not slot.is_done:
                 # About to wait for a body still running: the results ready so far become durable
                 # together, in a commit that runs behind the delivery (one at a time) instead of stalling it.
@@ -495,7 +545,7 @@ class BatchRun:
                     self._committing = True
                     behind.start_soon(self._flush_behind)
                 await slot.wait()
-                slot.take_up()
+            slot.take_up()
             execution, outcome = slot.execution, slot.outcome
             assert execution is not None and outcome is not None
             if slot.dispatched:

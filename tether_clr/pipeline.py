@@ -288,13 +288,25 @@ class CallPipeline:
         return None if reason is None else _refusal(execution, entry, reason)
 
     # -------------------------------------------------------------- execution
+    @property
+    def swaps_cancellation(self) -> bool:
+        """Execute listeners may hand a body another token than its execution's (the view's scope has some)."""
+        return bool(self._listeners.chain("execute", self._view.scope))
+
+    def cancelled(self, execution: ToolExecution) -> ToolExecutionOutcome:
+        """ABORTED for a body its execution's token interrupted, as :meth:`execute` reports it."""
+        return _fail(execution, Codes.ABORTED, f"cancelled: {execution.cancellation.reason or 'cancellation requested'}")
+
     async def execute(self, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
         """Execute waterfall around the tool body; never raises for tool faults.
 
         ``interruptible=False`` is the batch's promise that nothing can cancel the
         execution's token while this body runs (an inline call in a batch whose
-        caller passed no cancellable token); with no execute listener to swap in
-        another token, the body then runs without a cancel scope linking it.
+        caller passed no cancellable token), or that the batch links the token to
+        a cancel scope around this call itself (a parallel worker, which then
+        reports an interrupted body with :meth:`cancelled`); with no execute
+        listener to swap in another token, the body then runs without a cancel
+        scope of its own.
         """
         chain = self._listeners.chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
