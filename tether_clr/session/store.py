@@ -23,7 +23,7 @@ import logging
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -52,7 +52,7 @@ from .events import (
 )
 from .repair import NewEvent, plan_repair
 
-__all__ = ["SessionSink", "SessionStore", "SqlSessionStore", "schema"]
+__all__ = ["SessionSink", "SessionStore", "SqlSessionStore", "result_payload", "schema"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -243,6 +243,25 @@ class SqlSessionStore(ABC):
             self._renewer = threading.Thread(target=self._renew_forever, name="tether-session-lease", daemon=True)
             self._renewer.start()
 
+    # ------------------------------------------------------- suspended steps
+    def _claim(self, session_id: str, holder: str) -> list[SessionEvent]:
+        """Take the session's lease for ``holder`` and read its log, in one transaction; the lease is then renewed.
+
+        What resuming or cancelling a suspended step starts with: the log it
+        decides from cannot change under it, and no second resumer can run the
+        same step (SessionLeasedError while the lease is held).
+        """
+        with self._write() as execute:
+            self._lease(execute, session_id, holder, acquire=True)
+            events = self._read(execute, session_id)
+        self._hold(session_id, holder)
+        return events
+
+    def _release(self, session_id: str, holder: str) -> None:
+        self._held.pop((session_id, holder), None)
+        with self._write() as execute:
+            execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+
     # --------------------------------------------------------------- writes
     def _insert(self, execute: Execute, session_id: str, rows: Sequence[_Row]) -> None:
         for row in rows:
@@ -419,6 +438,15 @@ def _failure_fields(outcome: ToolExecutionOutcome) -> dict[str, Any]:
     return {"ok": False, "code": str(failure.code), "reason": getattr(failure, "reason", None), "message": failure.message}
 
 
+def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
+    """A ``tool/result`` payload as JSON text: position, name, failure fields, and the value.
+
+    The value is already canonical JSON text: spliced in, not parsed and dumped again.
+    """
+    fields = {"index": position, "name": outcome.name, **_failure_fields(outcome)}
+    return _dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
+
+
 class SessionSink:
     """The batch sink of one step: ``execute_batch`` drives it through its hooks.
 
@@ -446,6 +474,18 @@ class SessionSink:
         self._answered: set[int] = set()
         self._next_position = 0
         self._proposed = 0
+
+    @classmethod
+    def _resuming(
+        cls, store: SqlSessionStore, session_id: str, turn: int, step: int, holder: str,
+        declared: Iterable[int], answered: Iterable[int], proposed: int,
+    ) -> SessionSink:
+        """The sink that continues a suspended step, under the lease ``holder`` already took (:meth:`SqlSessionStore._claim`)."""
+        sink = cls(store, session_id, turn, step)
+        sink._holder, sink._leased = holder, True
+        sink._declared, sink._answered, sink._proposed = set(declared), set(answered), proposed
+        sink._next_position = max(sink._declared, default=-1) + 1
+        return sink
 
     # ------------------------------------------------------------ buffering
     def _add(self, kind: str, call_id: str | None, position: int | None, payload: str) -> None:
@@ -510,6 +550,10 @@ class SessionSink:
             "arguments": execution.arguments_json,
             "fingerprint": call_fingerprint(execution.name, execution.arguments_json),
             "reason": reason,
+            # Who asked: what resuming the step assembles the catalog for again (no secrets: the
+            # request context is identity and claimed scopes).
+            "context": None if execution.context is None else {**execution.context.identity(), "request_id": execution.context.request_id},
+            "owner": execution.owner if isinstance(execution.owner, str) else None,
         }
         self._add(APPROVAL_ASKED, execution.call_id, position, _dumps(payload))
         await self._added()
@@ -529,10 +573,7 @@ class SessionSink:
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
         position = self._position(False)
         self._answered.add(position)
-        fields = {"index": position, "name": outcome.name, **_failure_fields(outcome)}
-        # The value is already canonical JSON text: spliced in, not parsed and dumped again.
-        payload = _dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
-        self._add(TOOL_RESULT, outcome.call_id, position, payload)
+        self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome))
         await self._added()
 
     async def batch_finished(self) -> None:
