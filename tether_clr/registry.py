@@ -110,6 +110,7 @@ class StepResumer(Protocol):
         view: SealedToolCatalogView | None,
         max_parallelism: int,
         cancellation: CancellationToken | None,
+        wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None,
     ) -> list[ToolExecutionOutcome] | BatchSuspended: ...
 
     async def cancel(self, store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]: ...
@@ -731,6 +732,7 @@ class ToolRegistry:
         *,
         max_parallelism: int = 4,
         cancellation: CancellationToken | None = None,
+        wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None = None,
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         """Continue the session's suspended step from its log, with the approvers' decisions.
 
@@ -749,7 +751,11 @@ class ToolRegistry:
         again for the request context recorded when approval was asked (or the
         root scope's sealed view when none was recorded), in a scope of this
         session owned by the recorded owner. Pass a view for tools registered in
-        other scopes.
+        other scopes. With the default, a parked call whose tool is no longer in
+        the catalog ends UNKNOWN_TOOL; with the view of the original step,
+        re-authorization refuses it (DENIED, with the reason). ``wrap_sink``
+        wraps the step's session sink (a live display, say); the wrapper must
+        forward every hook.
 
         Raises ``ValueError``, running nothing and writing nothing, for a session
         with no suspended step (finished or cancelled), a decision for a call
@@ -758,7 +764,7 @@ class ToolRegistry:
         their fingerprint; :class:`SessionLeasedError` while another writer holds
         the session.
         """
-        return await _resumer().resume(self, store, session_id, decisions, view, max_parallelism, cancellation)
+        return await _resumer().resume(self, store, session_id, decisions, view, max_parallelism, cancellation, wrap_sink)
 
     async def cancel_suspended(self, store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]:
         """Abandon the session's suspended step: its parked call and the calls never admitted

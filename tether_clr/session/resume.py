@@ -21,7 +21,7 @@ the parked call's approval step is answered by the decision (recorded as
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..batch import BatchRun, ResumePoint
@@ -33,6 +33,7 @@ from ..outcomes import ToolFailureCodes as Codes
 from ..registry import install_step_resumer
 from ..schema import InvalidArgumentsJson, read_arguments
 from ..scope import AgentPipelineScope
+from ..sink_protocol import ToolCallSink
 from ..suspension import BatchSuspended, call_fingerprint
 from .events import STEP_END, TOOL_CALL, TOOL_RESULT, SessionEvent
 from .steps import StepLog, read_steps
@@ -198,6 +199,7 @@ class SessionResumer:
         view: SealedToolCatalogView | None,
         max_parallelism: int,
         cancellation: CancellationToken | None,
+        wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None = None,
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         sql, session_id = _sql_store(store), _session(session_id)
         holder = uuid.uuid4().hex
@@ -214,7 +216,8 @@ class SessionResumer:
                 sql, session_id, step.turn, step.step, holder, step.declared, step.results, len(step.proposed)
             )
             point = ResumePoint(first, frozenset(step.declared), decided, prior)
-            run = BatchRun(registry, calls, view, max_parallelism, sink, cancellation, point)
+            wrapped: ToolCallSink = sink if wrap_sink is None else wrap_sink(sink)
+            run = BatchRun(registry, calls, view, max_parallelism, wrapped, cancellation, point)
         except BaseException:
             await sql._run(sql._release, session_id, holder)
             raise

@@ -23,7 +23,7 @@ import logging
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -68,7 +68,7 @@ class SessionStore(Protocol):
     lease_seconds: float
     durability: Durability
 
-    async def begin_turn(self, session_id: str) -> int: ...
+    async def begin_turn(self, session_id: str, note: Mapping[str, Any] | None = None) -> int: ...
 
     async def end_turn(self, session_id: str, turn: int) -> None: ...
 
@@ -304,13 +304,13 @@ class SqlSessionStore(ABC):
         elif first:
             self._hold(session_id, holder)
 
-    def _begin_turn(self, session_id: str) -> int:
+    def _begin_turn(self, session_id: str, payload: str) -> int:
         holder = uuid.uuid4().hex
         with self._write() as execute:
             self._lease(execute, session_id, holder, acquire=True)
             ((last,),) = execute("SELECT MAX(turn) FROM session_events WHERE session_id = ?", (session_id,))
             turn = (last or 0) + 1
-            self._insert(execute, session_id, [_Row(turn, None, TURN_START, None, None, "{}")])
+            self._insert(execute, session_id, [_Row(turn, None, TURN_START, None, None, payload)])
             execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
         return turn
 
@@ -371,9 +371,17 @@ class SqlSessionStore(ABC):
             return [session for (session,) in execute("SELECT DISTINCT session_id FROM session_events ORDER BY session_id", ())]
 
     # ----------------------------------------------------------- public API
-    async def begin_turn(self, session_id: str) -> int:
-        """Write ``turn/start`` and return the new turn's number (1, 2, ...); SessionLeasedError while a batch holds the session."""
-        return await self._run(self._begin_turn, _session(session_id))
+    async def begin_turn(self, session_id: str, note: Mapping[str, Any] | None = None) -> int:
+        """Write ``turn/start`` and return the new turn's number (1, 2, ...); SessionLeasedError while a batch holds the session.
+
+        ``note``: a JSON object recorded as the event's payload, for the host's own
+        bookkeeping (``tether-clr run`` records where in its script the turn is,
+        so ``tether-clr approve`` can continue it after a restart).
+        """
+        if note is not None and not isinstance(note, Mapping):
+            raise TypeError(f"note must be a mapping (a JSON object), got {type(note).__name__}")
+        payload = "{}" if note is None else _dumps(dict(note))
+        return await self._run(self._begin_turn, _session(session_id), payload)
 
     async def end_turn(self, session_id: str, turn: int) -> None:
         """Write ``turn/end``; ValueError if the turn is unknown, ended, or has a step still open."""
