@@ -4,12 +4,13 @@ as after a restart), ``cancel_suspended`` abandons it; every refusal runs nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tether_clr import (
     AgentPipelineScope,
@@ -31,27 +32,11 @@ from tether_clr import (
 from tether_clr.session.store import SqlSessionStore
 
 from .helpers import call, codes
-from .session_stores import STORES, new_session, open_store, store_spec
+from .session_stores import STORES, kind, new_session, open_store, spec, store, store_spec  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.anyio
 
 CONTEXT = RequestContext("acme", "alice", scopes={"files"})
-
-
-@pytest.fixture(params=STORES)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def spec(kind: str, tmp_path: Path) -> str:
-    return store_spec(kind, tmp_path)
-
-
-@pytest.fixture
-def store(kind: str, spec: str) -> Iterator[SqlSessionStore]:
-    with open_store(kind, spec) as opened:
-        yield opened
 
 
 class Answer:
@@ -294,30 +279,26 @@ async def test_decisions_that_do_not_fit_the_parked_calls_raise_and_run_nothing(
     assert isinstance(outcomes, list) and codes(outcomes) == [None] * 4
 
 
-async def test_a_log_whose_recorded_arguments_no_longer_match_their_fingerprint_is_refused(store: SqlSessionStore) -> None:
+@pytest.mark.parametrize(
+    ("kind_of_event", "message"),
+    [
+        ("approval/asked", "no longer match their fingerprint"),  # the request's arguments were altered
+        ("assistant/message", "no longer matches the arguments the approver was shown"),  # the proposal was
+    ],
+)
+async def test_a_log_altered_after_the_approver_saw_the_call_is_refused(
+    store: SqlSessionStore, kind_of_event: str, message: str
+) -> None:
     bodies: list[str] = []
     registry = tools(bodies)
     session = new_session()
     await suspend(store, registry, session)
     with store._write() as execute:
-        rows = execute("SELECT seq, payload FROM session_events WHERE session_id = ? AND kind = 'approval/asked'", (session,))
+        rows = execute("SELECT seq, payload FROM session_events WHERE session_id = ? AND kind = ?", (session, kind_of_event))
         seq, payload = rows[0]
         execute("UPDATE session_events SET payload = ? WHERE seq = ?", (payload.replace("/tmp/x", "/etc/passwd"), seq))
     error = await _unchanged(store, session, bodies, lambda: registry.resume(store, session, {"call_1": ApprovalResult.APPROVED}))
-    assert "no longer match their fingerprint" in str(error)
-
-
-async def test_a_proposal_altered_after_the_approver_saw_it_is_refused(store: SqlSessionStore) -> None:
-    bodies: list[str] = []
-    registry = tools(bodies)
-    session = new_session()
-    await suspend(store, registry, session)
-    with store._write() as execute:
-        rows = execute("SELECT seq, payload FROM session_events WHERE session_id = ? AND kind = 'assistant/message'", (session,))
-        seq, payload = rows[0]
-        execute("UPDATE session_events SET payload = ? WHERE seq = ?", (payload.replace("/tmp/x", "/etc/passwd"), seq))
-    error = await _unchanged(store, session, bodies, lambda: registry.resume(store, session, {"call_1": ApprovalResult.APPROVED}))
-    assert "no longer matches the arguments the approver was shown" in str(error)
+    assert message in str(error)
 
 
 async def test_a_finished_or_cancelled_step_cannot_be_resumed(store: SqlSessionStore) -> None:
@@ -417,3 +398,50 @@ async def test_log_verify_flags_a_body_that_ran_after_a_deferred_call_was_not_ap
         )
     problems = log_violations(await store.events(session), open_ok=True)
     assert any("after its approval was refused" in problem for problem in problems)
+
+
+# ------------------------------------------------------------- hostile decisions
+_VERDICTS = st.sampled_from(list(ApprovalResult))
+_DECISION = st.one_of(
+    _VERDICTS,
+    st.tuples(_VERDICTS, st.one_of(st.text(max_size=12), st.just("FINGERPRINT"))),
+    st.none(), st.integers(), st.text(max_size=5), st.tuples(_VERDICTS),
+)
+_DECISIONS = st.dictionaries(st.one_of(st.sampled_from(["call_0", "call_1", "call_2", "call_9"]), st.text(max_size=6)), _DECISION, max_size=3)
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_any_decisions_either_fit_the_parked_call_exactly_or_run_and_write_nothing(kind: str, tmp_path: Path) -> None:
+    spec = store_spec(kind, tmp_path)
+    fits = (ApprovalResult.APPROVED, ApprovalResult.REJECTED, ApprovalResult.UNAVAILABLE)
+
+    with open_store(kind, spec) as store:
+
+        @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+        @given(_DECISIONS)
+        def check(decisions: dict[Any, Any]) -> None:
+            bodies: list[str] = []
+            registry = tools(bodies)
+            session = new_session()
+            suspended = anyio.run(suspend, store, registry, session)
+            fingerprint = suspended.pending[0].fingerprint
+            decisions = {
+                key: (value[0], fingerprint) if isinstance(value, tuple) and value[1:] == ("FINGERPRINT",) else value
+                for key, value in decisions.items()
+            }
+            value = decisions.get("call_1")
+            verdict = value[0] if isinstance(value, tuple) and len(value) == 2 and value[1] == fingerprint else value
+            valid = set(decisions) == {"call_1"} and verdict in fits
+            before = anyio.run(store.events, session)
+            try:
+                outcomes = anyio.run(registry.resume, store, session, decisions)
+            except (ValueError, TypeError):
+                assert not valid
+                assert anyio.run(store.events, session) == before and bodies == ["echo a"]
+                assert leases(store, session) == 0
+                return
+            assert valid and isinstance(outcomes, list) and len(outcomes) == 4
+            assert bodies.count("delete /tmp/x") == (1 if verdict is ApprovalResult.APPROVED else 0)
+            assert log_violations(anyio.run(store.events, session), open_ok=True) == []
+
+        check()
