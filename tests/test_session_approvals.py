@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -445,3 +446,46 @@ def test_any_decisions_either_fit_the_parked_call_exactly_or_run_and_write_nothi
             assert log_violations(anyio.run(store.events, session), open_ok=True) == []
 
         check()
+
+
+async def test_a_resume_cancelled_before_its_batch_starts_releases_the_session(store: SqlSessionStore) -> None:
+    bodies: list[str] = []
+    registry = tools(bodies)
+    session = new_session()
+    await suspend(store, registry, session)
+    original = store._claim
+
+    def claim_then_cancel(*args: Any) -> Any:  # the host cancels right after the lease was taken
+        events = original(*args)
+        anyio.from_thread.run_sync(scope.cancel)
+        return events
+
+    store._claim = claim_then_cancel  # type: ignore[method-assign]
+    with anyio.CancelScope() as scope:
+        await registry.resume(store, session, {"call_1": ApprovalResult.APPROVED})
+    assert scope.cancelled_caught
+    store._claim = original  # type: ignore[method-assign]
+    assert leases(store, session) == 0 and bodies == ["echo a"]
+    outcomes = await registry.resume(store, session, {"call_1": ApprovalResult.APPROVED})  # still suspended, resumable
+    assert isinstance(outcomes, list) and codes(outcomes) == [None] * 4
+
+
+async def test_a_sink_wrapper_that_drops_the_approval_hooks_is_refused(store: SqlSessionStore) -> None:
+    bodies: list[str] = []
+    registry = tools(bodies)
+    session = new_session()
+    await suspend(store, registry, session)
+
+    class Narrow:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def call_declared(self, call: ToolCall) -> None:
+            await self.inner.call_declared(call)
+
+        async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
+            await self.inner.outcome_ready(outcome)
+
+    attempt = lambda: registry.resume(store, session, {"call_1": ApprovalResult.APPROVED}, wrap_sink=Narrow)  # noqa: E731
+    error = await _unchanged(store, session, bodies, attempt)
+    assert "wrap_sink must forward" in str(error)

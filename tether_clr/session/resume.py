@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+
+import anyio
 from typing import TYPE_CHECKING, Any
 
 from ..batch import BatchRun, ResumePoint
@@ -33,6 +35,7 @@ from ..outcomes import ToolFailureCodes as Codes
 from ..registry import install_step_resumer
 from ..schema import InvalidArgumentsJson, read_arguments
 from ..scope import AgentPipelineScope
+from ..sink_hooks import SinkHooks
 from ..sink_protocol import ToolCallSink
 from ..suspension import BatchSuspended, call_fingerprint
 from .events import STEP_END, TOOL_CALL, TOOL_RESULT, SessionEvent
@@ -187,6 +190,13 @@ def _calls(step: StepLog, first: int) -> list[ToolCall]:
     return calls
 
 
+async def _claim(sql: SqlSessionStore, session_id: str, holder: str) -> list[SessionEvent]:
+    """Take the lease and read the log; shielded, so a cancellation cannot land between a claim
+    that succeeded and the code that releases it (it is delivered at the next checkpoint)."""
+    with anyio.CancelScope(shield=True):
+        return await sql._run(sql._claim, session_id, holder)
+
+
 class SessionResumer:
     """Installed behind :meth:`ToolRegistry.resume` and :meth:`ToolRegistry.cancel_suspended`."""
 
@@ -203,7 +213,7 @@ class SessionResumer:
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         sql, session_id = _sql_store(store), _session(session_id)
         holder = uuid.uuid4().hex
-        events = await sql._run(sql._claim, session_id, holder)
+        events = await _claim(sql, session_id, holder)
         try:
             step = _suspended_step(session_id, events)
             first = step.parked[0]
@@ -217,18 +227,25 @@ class SessionResumer:
             )
             point = ResumePoint(first, frozenset(step.declared), decided, prior)
             wrapped: ToolCallSink = sink if wrap_sink is None else wrap_sink(sink)
+            if not SinkHooks(wrapped).records_approvals:
+                raise TypeError("wrap_sink must forward every hook of the session sink (approval_asked and approval_decided missing)")
             run = BatchRun(registry, calls, view, max_parallelism, wrapped, cancellation, point)
         except BaseException:
-            await sql._run(sql._release, session_id, holder)
+            with anyio.CancelScope(shield=True):
+                await sql._run(sql._release, session_id, holder)
             raise
-        return await run.run()  # its sink releases the lease when the batch returns or raises
+        try:
+            return await run.run()  # its sink releases the lease when the batch returns or raises...
+        finally:
+            with anyio.CancelScope(shield=True):  # ...unless it was cancelled before it started
+                await sink._release_unfinished()
 
     async def cancel(self, store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]:
         sql, session_id = _sql_store(store), _session(session_id)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("cancel_suspended needs a non-empty reason")
         holder = uuid.uuid4().hex
-        events = await sql._run(sql._claim, session_id, holder)
+        events = await _claim(sql, session_id, holder)
         try:
             step = _suspended_step(session_id, events)
             first = step.parked[0]
@@ -238,9 +255,11 @@ class SessionResumer:
                 rows.extend(_cancelled(step, position, call, reason, outcomes))
             rows.append(_Row(step.turn, step.step, STEP_END, None, None, _dumps({"calls": len(step.proposed), CANCELLED: True})))
         except BaseException:
-            await sql._run(sql._release, session_id, holder)
+            with anyio.CancelScope(shield=True):
+                await sql._run(sql._release, session_id, holder)
             raise
-        await sql._run(sql._append, session_id, holder, rows, False, True)
+        with anyio.CancelScope(shield=True):  # one transaction: the step ends and the lease is released
+            await sql._run(sql._append, session_id, holder, rows, False, True)
         return outcomes
 
 

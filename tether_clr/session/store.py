@@ -584,6 +584,13 @@ class SessionSink:
         self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome))
         await self._added()
 
+    async def _release_unfinished(self) -> None:
+        """Release the lease of a sink whose batch never finished (a resumed step cancelled before it started)."""
+        if self._finished or not self._leased:
+            return
+        self._finished, self._leased, self._pending = True, False, []
+        await self._store._run(self._store._release, self.session_id, self._holder)
+
     async def batch_finished(self) -> None:
         """Write ``step/end`` when every proposed call was declared and answered, commit, and release the lease."""
         if self._finished:
