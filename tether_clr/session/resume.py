@@ -194,7 +194,8 @@ async def _claim(sql: SqlSessionStore, session_id: str, holder: str) -> list[Ses
     """Take the lease and read the log; shielded, so a cancellation cannot land between a claim
     that succeeded and the code that releases it (it is delivered at the next checkpoint)."""
     with anyio.CancelScope(shield=True):
-        return await sql._run(sql._claim, session_id, holder)
+        events = await sql._run(sql._claim, session_id, holder)
+    return events
 
 
 class SessionResumer:
