@@ -38,27 +38,29 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
+from .cancellation import CancellationSource, CancellationToken
 from .catalog.audit import ToolAuditRecord
-from .decisions import ToolExecutionMode
+from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .pipeline import CallPipeline, describe_exception, maybe_await
-from .schema import ParsedArguments
 from .registry import ToolRegistry, classify_reading, install_batch_executor
+from .schema import ParsedArguments
 from .sink_hooks import RecordingApproval, SinkHooks
 from .sink_protocol import ToolCallSink
+from .suspension import BatchSuspended, PendingApproval
 from .views import SealedToolCatalogView, _ToolEntry
 
-__all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration", "execute_batch"]
+__all__ = ["BatchRun", "Declaration", "ResumePoint", "ToolCallSink", "current_declaration", "execute_batch"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -69,6 +71,25 @@ class Declaration:
 
     batch_id: str
     index: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where a resumed step picks up (built from the session log by :mod:`tether_clr.session.resume`).
+
+    ``offset``: the position, in the model's proposal, of the first call passed
+    to the run (the first parked one); declarations then carry their proposal
+    positions. ``declared``: positions already recorded as ``tool/call``, not
+    declared to the sink again. ``decided``: position -> the decision taken
+    while the step was suspended, which answers that call's approval step.
+    ``prior``: the outcomes the step delivered before it was suspended, in
+    model order; the run returns them followed by its own.
+    """
+
+    offset: int
+    declared: frozenset[int] = frozenset()
+    decided: Mapping[int, ApprovalResult] = field(default_factory=dict)
+    prior: tuple[ToolExecutionOutcome, ...] = ()
 
 
 _DECLARATION: ContextVar[Declaration | None] = ContextVar("tether_clr_declaration", default=None)
@@ -106,6 +127,7 @@ class _Slot:
     started: float = 0.0  # perf_counter at admission; only read when auditing
     parsed: ParsedArguments | None = None  # the arguments as classifying read them, unseen by anyone
     audited: bool = False
+    parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
@@ -118,9 +140,14 @@ class _Slot:
         if self._done is not None:
             self._done.set()
 
+    def park(self, pending: PendingApproval) -> None:
+        self.parked = pending
+        if self._done is not None:
+            self._done.set()
+
     @property
     def is_done(self) -> bool:
-        return self.outcome is not None
+        return self.outcome is not None or self.parked is not None
 
     def take_up(self) -> None:
         """The deliverer resumed with this outcome, or stopped delivering: release :meth:`taken_up`."""
@@ -137,50 +164,57 @@ class _Slot:
         await self._taken.wait()
 
     async def wait(self) -> None:
-        """Until :meth:`finish`; returns at once, without a checkpoint, when it already ran."""
-        if self.outcome is not None:
+        """Until :meth:`finish` or :meth:`park`; returns at once, without a checkpoint, when either ran."""
+        if self.is_done:
             return
         if self._done is None:
             self._done = anyio.Event()
         await self._done.wait()
 
 
-class _Admission:
-    """A parallel group's admission: the declared calls, a cursor, and a baton that one worker holds at a time.
+_Admitted = tuple[_Slot, ToolExecution, _ToolEntry]
 
-    The baton keeps admission sequential and in model order when it awaits (a listener,
-    the approval provider, a sink's flush); uncontended, taking it costs no checkpoint.
+
+class _Pool:
+    """A parallel group's shared state: its declared calls, admission, and the bodies' slots.
+
+    Slots are counted as the bounded pool's were: a call takes one when it is
+    admitted and gives it back when its body ends, at most ``capacity`` at once.
+    Admission authorizes the calls in model order while each admitted call got a
+    slot, plus one more that waits for a slot (``waiting``); admitted calls queue
+    in model order for the workers. One worker admits at a time (``admitting``).
     """
 
-    __slots__ = ("declared", "next", "flushed", "_held", "_waiting")
+    __slots__ = ("declared", "capacity", "next", "in_use", "waiting", "queue", "admitting", "flushed", "done", "_idle")
 
-    def __init__(self, declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]]) -> None:
+    def __init__(self, declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]], capacity: int) -> None:
         self.declared = declared
+        self.capacity = capacity
         self.next = 0  # the next declared call to authorize
+        self.in_use = 0  # slots taken: admitted calls whose body has not ended
+        self.waiting: _Admitted | None = None  # authorized, waiting for a slot
+        self.queue: deque[_Admitted] = deque()  # admitted, in model order, for the next free worker
+        self.admitting = False
         self.flushed = False  # the sink was flushed before the group's first body
-        self._held = False
-        self._waiting: deque[anyio.Event] = deque()
+        self.done = False  # admission is over: nothing more will be queued
+        self._idle: anyio.Event | None = None
 
-    async def acquire(self) -> None:
-        if not self._held:
-            self._held = True
-            return
-        handed = anyio.Event()
-        self._waiting.append(handed)
-        try:
-            await handed.wait()  # release() hands the baton over: it stays held
-        except BaseException:
-            if handed.is_set():  # handed over while being cancelled: pass it on
-                self.release()
-            else:
-                self._waiting.remove(handed)
-            raise
+    @property
+    def can_admit(self) -> bool:
+        """Nobody admits now, and the call waiting for a slot (if any) can have one."""
+        return not self.admitting and (self.waiting is None or self.in_use < self.capacity)
 
-    def release(self) -> None:
-        if self._waiting:
-            self._waiting.popleft().set()
-        else:
-            self._held = False
+    async def idle(self) -> None:
+        """Until :meth:`wake`: for a worker with nothing to do now."""
+        if self._idle is None:
+            self._idle = anyio.Event()
+        await self._idle.wait()
+
+    def wake(self) -> None:
+        """Calls were queued, a slot came free for the waiting call, or admission ended: idle workers look again."""
+        if self._idle is not None:
+            self._idle.set()
+            self._idle = None
 
 
 class _Worker:
@@ -241,6 +275,7 @@ class BatchRun:
         max_parallelism: int,
         sink: ToolCallSink | None,
         cancellation: CancellationToken | None,
+        resume: ResumePoint | None = None,
     ) -> None:
         _validate(calls, view, registry, max_parallelism)
         self._registry = registry
@@ -248,9 +283,13 @@ class BatchRun:
         self._view = view
         self._sink = sink
         self._hooks = SinkHooks.of(sink)
+        self._resume = resume
         approval = registry.approval
         if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
-            approval = RecordingApproval(approval, self._hooks, self._told_approval, self._abort)
+            approval = RecordingApproval(approval, self._hooks, self._record_approval)
+        # A parked call must be findable later: only a sink that records approvals can hold it.
+        self._can_park = self._hooks is not None and self._hooks.records_approvals
+        self._parked: list[PendingApproval] = []
         self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
@@ -281,7 +320,8 @@ class BatchRun:
         # The registry's own classifier hands back the arguments it read when no predicate saw them
         # (a constant one), and begin() then does not read them again; a subclass's classify() is asked as is.
         own = type(registry).classify is ToolRegistry.classify
-        for index, call in enumerate(self._calls):
+        offset = 0 if self._resume is None else self._resume.offset
+        for index, call in enumerate(self._calls, offset):
             slot = _Slot(call, Declaration(self._batch_id, index))
             if own:
                 mode, slot.parsed = classify_reading(call, view)
@@ -298,13 +338,13 @@ class BatchRun:
             groups.append(parallel)
         return groups
 
-    async def run(self) -> list[ToolExecutionOutcome]:
+    async def run(self) -> list[ToolExecutionOutcome] | BatchSuspended:
         # One checkpoint per batch: a batch of instant tools (whose inline groups never wait)
         # still yields to the loop once, and a cancelled host task is cancelled here, before
         # anything is declared.
         await anyio.lowlevel.checkpoint()
         hooks = self._hooks
-        if hooks is not None:
+        if hooks is not None and self._resume is None:  # a resumed step was started long ago
             await hooks.batch_started(self._calls)  # raises SinkError before anything ran
         try:
             groups = self._groups()
@@ -316,11 +356,16 @@ class BatchRun:
                             if slot.outcome is not None and not slot.audited:
                                 await self._audit_call(slot, slot.outcome)
                     raise self._fault
+                if self._parked:  # no later call of the step is admitted
+                    break
             if hooks is not None:
                 with anyio.CancelScope(shield=True):
                     await hooks.batch_finished()
                 hooks = None
-            return list(self._delivered)
+            delivered = self._delivered if self._resume is None else [*self._resume.prior, *self._delivered]
+            if self._parked:
+                return BatchSuspended(tuple(delivered), tuple(self._parked))
+            return list(delivered)
         finally:
             self._source.close()
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
@@ -330,12 +375,31 @@ class BatchRun:
                     except SinkError:
                         logger.warning("sink failed to record the end of an aborted batch", exc_info=True)
 
-    async def _told_approval(self, hook: Callable[..., Awaitable[None]], execution: ToolExecution, value: object) -> None:
+    async def _record_approval(
+        self, hook: Callable[..., Awaitable[None]] | None, execution: ToolExecution, value: object, what: str
+    ) -> None:
+        """Tell the sink about an approval request or decision (``what``), naming the call being authorized.
+
+        A sink failure aborts the batch and raises, so the call is refused, never run.
+        """
+        if hook is None:
+            return
         token = _DECLARATION.set(self._authorizing)
         try:
             await hook(execution, value)
+        except Exception as exc:
+            fault = SinkError(f"sink failed to record the approval {what} of call {execution.call_id!r}: {describe_exception(exc)}")
+            self._abort(fault)
+            raise fault from exc
         finally:
             _DECLARATION.reset(token)
+
+    async def _resumed_decision(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
+        """The approval step of a parked call, answered by the decision taken while its step was suspended."""
+        assert self._resume is not None and self._authorizing is not None
+        result = self._resume.decided[self._authorizing.index]
+        await self._record_approval(None if self._hooks is None else self._hooks.decided, execution, result, "decision")
+        return result
 
     async def _flush(self) -> bool:
         """A durability point; False when the sink failed (the batch is aborting)."""
@@ -350,7 +414,8 @@ class BatchRun:
 
     def _abort(self, fault: BatchAbortedError) -> None:
         if self._fault is None:
-            fault.delivered = tuple(self._delivered)
+            prior = () if self._resume is None else self._resume.prior
+            fault.delivered = (*prior, *self._delivered)
             self._fault = fault
         self._source.cancel(f"batch aborted: {fault}")
         if self._deliver_scope is not None:
@@ -380,18 +445,19 @@ class BatchRun:
             if begun is None:
                 break
             declared.append((slot, begun))
-        admission = _Admission(declared)
+        pool = _Pool(declared, self._max_parallelism)
         self._delivering = slots[0]  # where the deliverer starts, even before its task first runs
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._deliver, slots, tg)
-            # A worker pool: at most max_parallelism workers, each admitting the next call in model
-            # order when it is free and then running that call's body. Bodies thus start in model
-            # order and never more than max_parallelism at once, with no task, pool slot or event per call.
-            for _ in range(min(self._max_parallelism, len(declared))):
-                tg.start_soon(self._work, admission)
+            # Workers run admitted calls' bodies one at a time (at most max_parallelism bodies at once,
+            # by the slots), and admit (one worker at a time) when nothing is queued: no task, pool slot
+            # or event per call. One worker more than bodies, so a queued body never waits for an
+            # admission that awaits (an approval, a listener), as a separate admission task would not.
+            for _ in range(min(self._max_parallelism + 1, len(declared))):
+                tg.start_soon(self._work, pool)
 
-    async def _work(self, admission: _Admission) -> None:
-        """One worker of a parallel group: admit the next call, run its body, until admission ends.
+    async def _work(self, pool: _Pool) -> None:
+        """One worker of a parallel group, until admission is over and nothing is queued.
 
         When every body runs on the batch token itself (no execute listener can hand
         one another token), one cancel scope serves all the bodies this worker runs:
@@ -403,60 +469,84 @@ class BatchRun:
         if self._worker_scopes:
             worker = _Worker()
             with self._token.register(worker.interrupt), worker.scope:
-                while await self._work_one(admission, worker):
+                while await self._work_one(pool, worker):
                     if worker.scope.cancel_called:  # leave the scope before anything awaits in it
                         break
             interrupted = worker.running
             if interrupted is not None:  # its body was cancelled: it never reached an outcome
                 assert interrupted.execution is not None
                 interrupted.finish(self._pipeline.cancelled(interrupted.execution))
-        while await self._work_one(admission, None):
+                pool.in_use -= 1
+        while await self._work_one(pool, None):
             pass
 
-    async def _work_one(self, admission: _Admission, worker: _Worker | None) -> bool:
-        """Admit one call and run it; False when admission is over."""
-        admitted = await self._admit_next(admission)
-        if admitted is None:
+    async def _work_one(self, pool: _Pool, worker: _Worker | None) -> bool:
+        """Run the next queued body, or admit, or wait; False when there is nothing left to do."""
+        if pool.queue:
+            slot, execution, entry = pool.queue.popleft()
+            await self._dispatch(slot, execution, entry, worker=worker)
+            if worker is not None and worker.scope.cancel_called:
+                if worker.running is None:  # the body returned all the same: its slot is free
+                    pool.in_use -= 1
+                return True  # the caller leaves the worker's scope first
+            if self._delivering is slot:
+                # The delivery has nothing earlier to deliver: let it take this outcome up (review,
+                # result policies) before the slot is given back, so a policy that stops the batch
+                # stops it before anything new is dispatched.
+                await slot.taken_up()
+            pool.in_use -= 1
+            if pool.waiting is not None and not pool.admitting:
+                pool.wake()  # the call waiting for a slot can have this one
+            return True
+        if pool.done:
             return False
-        slot = admitted[0]
-        await self._dispatch(*admitted, worker=worker)
-        if worker is not None and worker.scope.cancel_called:
-            return True  # the caller leaves the worker's scope first
-        if self._delivering is slot:
-            # The delivery has nothing earlier to deliver: let it take this outcome up (review,
-            # result policies) before this worker admits another call, so a policy that stops the
-            # batch stops it before anything new is dispatched.
-            await slot.taken_up()
+        if pool.can_admit:
+            await self._admit(pool)
+        else:
+            await pool.idle()
         return True
 
-    async def _admit_next(self, admission: _Admission) -> tuple[_Slot, ToolExecution, _ToolEntry] | None:
-        """The admission loop of a parallel group, run by whichever worker is free, one at a time.
+    async def _admit(self, pool: _Pool) -> None:
+        """The admission loop of a parallel group, run by a worker with nothing queued; one at a time.
 
-        Walks the declared calls in model order: authorizes each (pre-execute, approval,
-        guards) and returns the first that may run, for the calling worker to start now;
-        None when admission is over: every call admitted or refused, or an infrastructure
-        fault stopped the batch. The group's first body waits for the sink's flush.
+        In model order: gives the call waiting for a slot its slot and queues it
+        (the group's first only after the sink's flush), then authorizes the next
+        call (pre-execute, approval, guards); stops when the waiting call finds no
+        free slot (a body that ends gives one back and admits again), and ends
+        admission when the calls run out, an infrastructure fault stops the
+        batch, or a call is parked.
         """
-        await admission.acquire()
+        pool.admitting = True
         try:
-            declared = admission.declared
-            while admission.next < len(declared):
-                if self._fault is not None:  # an infrastructure fault stops admission
-                    return None
-                slot, begun = declared[admission.next]
-                admission.next += 1
+            declared = pool.declared
+            while True:
+                waiting = pool.waiting
+                if waiting is not None:
+                    if pool.in_use >= pool.capacity:
+                        return
+                    pool.waiting = None
+                    if self._fault is None and not pool.flushed:  # durable before the group's first body starts
+                        pool.flushed = True
+                        if not await self._flush():
+                            waiting[0].finish(_not_dispatched(waiting[1], self._token))
+                    if self._fault is not None:  # an infrastructure fault: it is not dispatched
+                        if not waiting[0].is_done:
+                            waiting[0].finish(_not_dispatched(waiting[1], self._token))
+                    else:
+                        pool.in_use += 1
+                        pool.queue.append(waiting)
+                        pool.wake()  # an idle worker starts it, even while this one goes on admitting
+                if self._fault is not None or self._parked or pool.next >= len(declared):
+                    pool.done = True  # a fault, or a parked call, stops admission
+                    return
+                slot, begun = declared[pool.next]
+                pool.next += 1
                 target = await self._authorize(slot, *begun)
-                if target is None:
-                    continue
-                if not admission.flushed:  # durable before the group's first body starts
-                    admission.flushed = True
-                    if not await self._flush():
-                        slot.finish(_not_dispatched(target[0], self._token))
-                        continue
-                return (slot, *target)
-            return None
+                if target is not None:
+                    pool.waiting = (slot, *target)
         finally:
-            admission.release()
+            pool.admitting = False
+            pool.wake()
 
     async def _declare(self, slot: _Slot) -> tuple[_ToolEntry | None, ToolExecutionOutcome | None] | None:
         """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
@@ -465,7 +555,7 @@ class BatchRun:
         declared, execution, entry, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
         slot.execution = execution
         slot.entry = entry
-        if self._sink is not None:
+        if self._sink is not None and (self._resume is None or slot.declaration.index not in self._resume.declared):
             try:
                 await _told(slot.declaration, self._sink.call_declared, declared)
             except Exception as exc:
@@ -488,11 +578,25 @@ class BatchRun:
             return None
         assert entry is not None
         self._authorizing = slot.declaration
-        refusal = await self._pipeline.authorize(execution, entry)
-        if refusal is not None:
-            slot.finish(refusal)
+        resume = self._resume
+        decided = self._resumed_decision if resume is not None and slot.declaration.index in resume.decided else None
+        refusal = await self._pipeline.authorize(execution, entry, decided)
+        if refusal is None:
+            return execution, entry
+        if isinstance(refusal, PendingApproval):
+            if not self._can_park:  # nowhere durable to park it: fail closed rather than lose the call
+                slot.finish(ToolExecutionOutcome.failed(
+                    execution.call_id, execution.name, Codes.UNAVAILABLE,
+                    "approval deferred, but this batch's sink cannot park a call (it records no approvals): "
+                    "run the batch with a session store's sink to park it", "approval_deferred",
+                ))
+                return None
+            pending = replace(refusal, index=slot.declaration.index)
+            self._parked.append(pending)
+            slot.park(pending)
             return None
-        return execution, entry
+        slot.finish(refusal)
+        return None
 
     async def _dispatch(
         self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True, worker: _Worker | None = None
@@ -546,6 +650,8 @@ class BatchRun:
                     behind.start_soon(self._flush_behind)
                 await slot.wait()
             slot.take_up()
+            if slot.parked is not None:  # the step is suspended here: nothing after it is delivered
+                return
             execution, outcome = slot.execution, slot.outcome
             assert execution is not None and outcome is not None
             if slot.dispatched:
@@ -603,7 +709,7 @@ def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolE
 
 
 
-def execute_batch(*arguments: Any) -> Awaitable[list[ToolExecutionOutcome]]:
+def execute_batch(*arguments: Any) -> Awaitable[list[ToolExecutionOutcome] | BatchSuspended]:
     """The executor behind :meth:`ToolRegistry.execute_batch`: ``BatchRun(registry, calls, view,
     max_parallelism, sink, cancellation).run()``."""
     return BatchRun(*arguments).run()
