@@ -5,15 +5,20 @@ Calls are split into groups: a run of consecutive PARALLEL calls, or a single
 EXCLUSIVE call (a barrier). A group of one runs every stage inline. In a larger group:
 
 * the calls are declared to the sink in model order;
-* a pool of at most ``max_parallelism`` workers runs the group: a free worker
-  takes the admission baton, authorizes the next calls in model order
-  (pre-execute, approval, guards) until one may run, and starts that call's body
-  itself; so bodies start in model order, at most ``max_parallelism`` run at
-  once, and a call is authorized only when a worker is free to run it;
+* admission authorizes the calls in model order (pre-execute, approval,
+  guards) as the bounded pool always did: each admitted call takes one of
+  ``max_parallelism`` slots until its body ends, and admission runs ahead while
+  slots are free, plus one call that waits for a slot. It runs in whichever
+  worker has nothing queued, one worker at a time; a parked call or an
+  infrastructure fault stops it;
+* at most ``max_parallelism + 1`` workers take the admitted calls in model order
+  and run their bodies, so bodies start in model order and at most
+  ``max_parallelism`` run at once, with no task, semaphore or event per call;
 * one task walks the calls in model order again, waits for each body, runs the
   post-execute waterfall and the result policies, and only then hands the
-  outcome to the sink and the result listeners. A worker whose outcome it was
-  waiting for lets it take that outcome up before admitting another call.
+  outcome to the sink and the result listeners. The slot of the outcome it is
+  waiting for is given back only once it took that outcome up, so a policy that
+  stops the batch stops it before that slot admits anything new.
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
