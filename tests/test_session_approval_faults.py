@@ -1,4 +1,4 @@
-"""Review of issue 10's durable approvals: each test names a rule the implementation breaks."""
+"""Durable approvals under faults and misuse: failed writes never hold a session forever, a resumed early refusal keeps the log sound, no step starts while one is suspended, and parking needs a resumable log."""
 
 from __future__ import annotations
 
