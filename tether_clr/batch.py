@@ -481,42 +481,40 @@ class BatchRun:
         if self._worker_scopes:
             worker = _Worker()
             with self._token.register(worker.interrupt), worker.scope:
-                while await self._work_one(pool, worker):
-                    if worker.scope.cancel_called:  # leave the scope before anything awaits in it
-                        break
+                await self._work_until(pool, worker)
             interrupted = worker.running
             if interrupted is not None:  # its body was cancelled: it never reached an outcome
                 assert interrupted.execution is not None
                 interrupted.finish(self._pipeline.cancelled(interrupted.execution))
                 pool.in_use -= 1
-        while await self._work_one(pool, None):
-            pass
+        await self._work_until(pool, None)
 
-    async def _work_one(self, pool: _Pool, worker: _Worker | None) -> bool:
-        """Run the next queued body, or admit, or wait; False when there is nothing left to do."""
-        if pool.queue:
-            slot, execution, entry = pool.queue.popleft()
-            await self._dispatch(slot, execution, entry, worker=worker)
-            if worker is not None and worker.scope.cancel_called:
-                if worker.running is None:  # the body returned all the same: its slot is free
-                    pool.in_use -= 1
-                return True  # the caller leaves the worker's scope first
-            if self._delivering is slot:
-                # The delivery has nothing earlier to deliver: let it take this outcome up (review,
-                # result policies) before the slot is given back, so a policy that stops the batch
-                # stops it before anything new is dispatched.
-                await slot.taken_up()
-            pool.in_use -= 1
-            if pool.waiting is not None and not pool.admitting:
-                pool.wake()  # the call waiting for a slot can have this one
-            return True
-        if pool.done:
-            return False
-        if pool.can_admit:
-            await self._admit(pool)
-        else:
-            await pool.idle()
-        return True
+    async def _work_until(self, pool: _Pool, worker: _Worker | None) -> None:
+        """Run queued bodies, admit, or wait, until there is nothing left to do, or (with
+        ``worker``) right after a body its scope was cancelled for, before anything else awaits."""
+        queue = pool.queue
+        while True:
+            if queue:
+                slot, execution, entry = queue.popleft()
+                await self._dispatch(slot, execution, entry, worker=worker)
+                if worker is not None and worker.scope.cancel_called:
+                    if worker.running is None:  # the body returned all the same: its slot is free
+                        pool.in_use -= 1
+                    return
+                if self._delivering is slot:
+                    # The delivery has nothing earlier to deliver: let it take this outcome up (review,
+                    # result policies) before the slot is given back, so a policy that stops the batch
+                    # stops it before anything new is dispatched.
+                    await slot.taken_up()
+                pool.in_use -= 1
+                if pool.waiting is not None and not pool.admitting:
+                    pool.wake()  # the call waiting for a slot can have this one
+            elif pool.done:
+                return
+            elif pool.can_admit:
+                await self._admit(pool)
+            else:
+                await pool.idle()
 
     async def _admit(self, pool: _Pool) -> None:
         """The admission loop of a parallel group, run by a worker with nothing queued; one at a time.
