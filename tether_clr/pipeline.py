@@ -108,6 +108,34 @@ class _ContractViolation(Exception):
     """A listener broke its contract (wrong return type, changed the execution)."""
 
 
+async def _pre_step(chain: tuple[Any, ...], index: int, execution: ToolExecution) -> ToolPreDecision:
+    """Listener ``index`` of a pre-execute waterfall; its ``next`` asks the rest, and past the last one allows."""
+    rest = index + 1 < len(chain)
+
+    async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
+        if same is not None and same != execution:
+            raise _ContractViolation("pre-execute listeners cannot change the execution")
+        return await _pre_step(chain, index + 1, execution) if rest else ToolPreDecision.allow()
+
+    decision = await chain[index](execution, next_)
+    if not isinstance(decision, ToolPreDecision):
+        raise _ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
+    return decision
+
+
+async def _post_step(chain: tuple[Any, ...], index: int, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolPostDecision:
+    """Listener ``index`` of a post-execute waterfall; its ``next`` asks the rest, and past the last one accepts."""
+    rest = index + 1 < len(chain)
+
+    async def next_(*_same: Any) -> ToolPostDecision:
+        return await _post_step(chain, index + 1, execution, outcome) if rest else ToolPostDecision.accept()
+
+    decision = await chain[index](execution, outcome, next_)
+    if not isinstance(decision, ToolPostDecision):
+        raise _ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
+    return decision
+
+
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
@@ -211,22 +239,7 @@ class CallPipeline:
         chain = self._listeners.chain("pre_execute", execution.scope)
         if not chain:  # no waterfall to build: the end of an empty chain allows
             return ToolPreDecision.allow()
-
-        async def step(index: int) -> ToolPreDecision:
-            if index == len(chain):
-                return ToolPreDecision.allow()
-
-            async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
-                if same is not None and same != execution:
-                    raise _ContractViolation("pre-execute listeners cannot change the execution")
-                return await step(index + 1)
-
-            decision = await chain[index](execution, next_)
-            if not isinstance(decision, ToolPreDecision):
-                raise _ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
-            return decision
-
-        return await step(0)
+        return await _pre_step(chain, 0, execution)
 
     async def _approve(
         self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None
@@ -397,20 +410,8 @@ class CallPipeline:
         if not chain:
             return outcome
 
-        async def step(index: int) -> ToolPostDecision:
-            if index == len(chain):
-                return ToolPostDecision.accept()
-
-            async def next_(*_same: Any) -> ToolPostDecision:
-                return await step(index + 1)
-
-            decision = await chain[index](execution, outcome, next_)
-            if not isinstance(decision, ToolPostDecision):
-                raise _ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
-            return decision
-
         try:
-            decision = await step(0)
+            decision = await _post_step(chain, 0, execution, outcome)
         except Exception as exc:
             return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}")
         if decision.is_accept:
