@@ -31,7 +31,8 @@ from .suspension import PendingApproval, call_fingerprint
 from .text import describe_exception, exception_text, safe_repr
 
 if TYPE_CHECKING:
-    from .registry import ApprovalProvider, ListenerSnapshot
+    from .registry import ApprovalProvider, ListenerKind, ListenerSnapshot
+    from .scope import AgentPipelineScope
     from .views import SealedToolCatalogView, _ToolEntry
 
 __all__ = ["ApprovalRequest", "CallPipeline", "describe_exception", "maybe_await"]
@@ -139,12 +140,24 @@ async def _post_step(chain: tuple[Any, ...], index: int, execution: ToolExecutio
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
-    __slots__ = ("_view", "_listeners", "_approval")
+    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains")
 
     def __init__(self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None) -> None:
         self._view = view
         self._listeners = listeners
         self._approval = approval
+        # The chains of the view's own scope, the scope of every call a batch runs, looked up when first used.
+        self._scope = view.scope
+        self._chains: dict[str, tuple[Any, ...]] = {}
+
+    def _chain(self, kind: ListenerKind, scope: AgentPipelineScope | None) -> tuple[Any, ...]:
+        """``listeners.chain(kind, scope)``, kept for the view's scope."""
+        if scope is not self._scope:
+            return self._listeners.chain(kind, scope)
+        chain = self._chains.get(kind)
+        if chain is None:
+            chain = self._chains[kind] = self._listeners.chain(kind, scope)
+        return chain
 
     # ------------------------------------------------------------ resolution
     def begin(
@@ -236,7 +249,7 @@ class CallPipeline:
         return self._guards(execution)
 
     async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
-        chain = self._listeners.chain("pre_execute", execution.scope)
+        chain = self._chain("pre_execute", execution.scope)
         if not chain:  # no waterfall to build: the end of an empty chain allows
             return ToolPreDecision.allow()
         return await _pre_step(chain, 0, execution)
@@ -283,7 +296,7 @@ class CallPipeline:
         return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {safe_repr(result)}, not an ApprovalResult")
 
     def _guards(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
-        for guard in self._listeners.chain("guard", execution.scope):
+        for guard in self._chain("guard", execution.scope):
             try:
                 veto = guard(execution)
             except Exception as exc:
@@ -349,7 +362,7 @@ class CallPipeline:
         listener to swap in another token, the body then runs without a cancel
         scope of its own.
         """
-        chain = self._listeners.chain("execute", execution.scope)
+        chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
                 return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible)
@@ -406,7 +419,7 @@ class CallPipeline:
     # ---------------------------------------------------------------- review
     async def review(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
         """Post-execute waterfall: accept, replace or block a dispatched call's outcome."""
-        chain = self._listeners.chain("post_execute", execution.scope)
+        chain = self._chain("post_execute", execution.scope)
         if not chain:
             return outcome
 
@@ -428,7 +441,7 @@ class CallPipeline:
     # -------------------------------------------------------------- policies
     async def enforce_policies(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
         """Await every result policy; the first that raises rejects the outcome."""
-        for policy in self._listeners.chain("result_policy", execution.scope):
+        for policy in self._chain("result_policy", execution.scope):
             try:
                 await maybe_await(policy(execution, outcome))
             except Exception as exc:
@@ -443,7 +456,7 @@ class CallPipeline:
         return self._listeners.chain("audit", None)
 
     async def notify(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
-        for listener in self._listeners.chain("result_listener", execution.scope):
+        for listener in self._chain("result_listener", execution.scope):
             try:
                 await maybe_await(listener(outcome))
             except Exception:
