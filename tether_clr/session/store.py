@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -214,7 +214,7 @@ class SqlSessionStore(ABC):
                 execute(f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ?", (until, session_id))
             return
         if not acquire:
-            raise SessionLeasedError(session_id, None if not rows else rows[0][0]) from _LostLease(session_id)
+            raise_lost_lease(session_id, None if not rows else rows[0][0])
         current, remaining = rows[0]
         if remaining > 0:
             raise SessionLeasedError(session_id, current, remaining)
@@ -262,28 +262,34 @@ class SqlSessionStore(ABC):
         kinds = {
             kind
             for (kind,) in execute(
-                "SELECT kind FROM session_events WHERE session_id = ? AND turn = ? "
-                "AND (kind IN (?, ?) OR (kind = ? AND step = ?))",
-                (session_id, turn, TURN_START, TURN_END, STEP_START, step),
+                # Turn events have no step: two index lookups, not a scan of every event of the turn.
+                "SELECT kind FROM session_events WHERE session_id = ? AND turn = ? AND step IS NULL AND kind IN (?, ?) "
+                "UNION ALL SELECT kind FROM session_events WHERE session_id = ? AND turn = ? AND step = ? AND kind = ?",
+                (session_id, turn, TURN_START, TURN_END, session_id, turn, step, STEP_START),
             )
         }
-        if TURN_START not in kinds:
-            raise ValueError(f"session {session_id!r} has no turn {turn} (call begin_turn first)")
-        if TURN_END in kinds:
-            raise ValueError(f"turn {turn} of session {session_id!r} has ended")
-        if STEP_START in kinds:
-            raise ValueError(f"step {step} of turn {turn} of session {session_id!r} was already started")
+        check_new_step(session_id, turn, step, kinds)
 
     def _append(self, session_id: str, holder: str, rows: Sequence[_Row], first: bool, release: bool) -> None:
+        """Commit a sink's rows in one transaction that checks (``first``: takes) the lease and, on ``release``, frees it."""
+        self._commit_rows(session_id, holder, rows, first, release)
+        if release:
+            self._held.pop((session_id, holder), None)
+        elif first:
+            self._hold(session_id, holder)
+
+    def _commit_rows(self, session_id: str, holder: str, rows: Sequence[_Row], first: bool, release: bool) -> None:
+        """The transaction of :meth:`_append`: the lease check, the rows in order, the release; all or nothing.
+
+        A dialect may replace it with fewer round trips, keeping exactly these
+        semantics (:class:`~tether_clr.session.PostgresSessionStore` runs it as one
+        server-side function call).
+        """
         with self._write() as execute:
             self._lease(execute, session_id, holder, acquire=first)
             self._insert(execute, session_id, rows)
             if release:
                 execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
-        if release:
-            self._held.pop((session_id, holder), None)
-        elif first:
-            self._hold(session_id, holder)
 
     def _begin_turn(self, session_id: str) -> int:
         holder = uuid.uuid4().hex
@@ -404,6 +410,21 @@ class _LostLease(Exception):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f"the writer's lease on session {session_id!r} was taken over (it was presumed dead)")
+
+
+def raise_lost_lease(session_id: str, holder: str | None) -> NoReturn:
+    """Refuse a write whose writer no longer holds the session's lease (``holder`` holds it now, if anyone)."""
+    raise SessionLeasedError(session_id, holder) from _LostLease(session_id)
+
+
+def check_new_step(session_id: str, turn: int, step: int | None, kinds: set[str]) -> None:
+    """Raise ValueError unless a step may start: ``kinds`` are the turn's turn/start, turn/end and this step's step/start found."""
+    if TURN_START not in kinds:
+        raise ValueError(f"session {session_id!r} has no turn {turn} (call begin_turn first)")
+    if TURN_END in kinds:
+        raise ValueError(f"turn {turn} of session {session_id!r} has ended")
+    if STEP_START in kinds:
+        raise ValueError(f"step {step} of turn {turn} of session {session_id!r} was already started")
 
 
 def _session(session_id: str) -> str:
