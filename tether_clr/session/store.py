@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -114,8 +115,17 @@ def schema(sequence: str, real: str) -> tuple[str, ...]:
     )
 
 
+_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted by _now, and its text
+
+
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """``datetime.now(UTC).isoformat(timespec="microseconds")``, formatting the date and time once per second."""
+    global _SECOND
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{micro:06d}+00:00"
 
 
 def _column(text: str | None) -> str | None:
@@ -136,8 +146,12 @@ class _Row:
         self.call_id, self.position, self.payload, self.at = _column(call_id), position, payload, _now()
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    """Compact ASCII JSON (one shared encoder: ``json.dumps`` with options builds a new one per call)."""
+    return _ENCODER.encode(payload)
 
 
 def _new_row(event: NewEvent) -> _Row:
