@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,22 @@ from tether_clr import PostgresSessionStore, SqliteSessionStore
 from tether_clr.session.store import SqlSessionStore
 
 STORES = ["sqlite", "postgres"]
+
+
+@pytest.fixture(params=STORES)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def spec(kind: str, tmp_path: Path) -> str:
+    return store_spec(kind, tmp_path)
+
+
+@pytest.fixture
+def store(kind: str, spec: str) -> Iterator[SqlSessionStore]:
+    with open_store(kind, spec) as opened:
+        yield opened
 
 
 def postgres_dsn() -> str:

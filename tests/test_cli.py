@@ -239,13 +239,82 @@ def test_approve_deny_rejects_and_the_body_never_runs(tmp_path: Path, monkeypatc
     assert recorded[0]["code"] == "DENIED" and "DENIED" in result.output
 
 
-def test_approve_prompt_without_a_terminal_fails_closed_and_says_parking_is_not_built(
+def test_approve_prompt_without_a_terminal_parks_the_call_and_exits_3_with_the_command_that_decides_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result, ran, recorded = _run_approval(tmp_path, monkeypatch, "prompt")
-    assert result.exit_code == 0 and ran == []  # not 3: nothing was parked
-    assert recorded[0]["code"] == "DENIED"
-    assert "durable approvals" in result.output and "not available yet" in result.output
+    assert result.exit_code == 3, result.output
+    assert ran == [] and recorded == []  # parked: no body, no result yet
+    db = tmp_path / "s.sqlite"
+    assert f"tether-clr approve a c1 --yes --db {db}" in result.output and "parked" in result.output
+    assert invoke("log", "verify", "--db", str(db)).exit_code == 0  # a parked step is sound, not a violation
+
+
+@pytest.mark.parametrize("answer", ["--yes", "--no"])
+def test_tether_clr_approve_decides_the_parked_call_and_finishes_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    result, ran, _ = _run_approval(tmp_path, monkeypatch, "prompt")
+    assert result.exit_code == 3
+    db = str(tmp_path / "s.sqlite")
+    decided = invoke("approve", "a", "c1", answer, "--db", db)
+    assert decided.exit_code == 0, decided.output
+    recorded = results(Path(db), "a")
+    if answer == "--yes":
+        assert ran == ["/tmp/x"] and recorded[0]["ok"] is True
+    else:
+        assert ran == [] and recorded[0]["code"] == "DENIED"
+    assert invoke("log", "verify", "--db", db).exit_code == 0
+    again = invoke("approve", "a", "c1", "--yes", "--db", db)
+    assert again.exit_code == 2 and "no call waiting" in again.output
+    assert len(results(Path(db), "a")) == 1
+
+
+def test_tether_clr_approve_refuses_a_call_that_is_not_parked_or_no_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _run_approval(tmp_path, monkeypatch, "prompt")
+    db = str(tmp_path / "s.sqlite")
+    wrong = invoke("approve", "a", "c9", "--yes", "--db", db)
+    assert wrong.exit_code == 2 and "not parked" in wrong.output
+    undecided = invoke("approve", "a", "c1", "--db", db)
+    assert undecided.exit_code == 2 and "--yes" in undecided.output
+    busy = invoke("run", write_script(tmp_path, [{"kind": "text", "text": "hi"}]), "--db", db, "--session", "a")
+    assert busy.exit_code == 2 and "tether-clr approve" in busy.output
+
+
+def test_an_approval_parked_in_one_process_and_approved_in_another_runs_the_body_once(tmp_path: Path) -> None:
+    """The mixed example (Python tools) parks delete_note in turn 2; a new process approves it and
+    finishes the script; the log's results equal an uninterrupted run's, and the body ran once."""
+    import subprocess
+
+    db = str(tmp_path / "m.sqlite")
+    base = [sys.executable, "-m", "tether_clr.cli"]
+    run_args = ["run", str(EXAMPLES / "mixed.json"), "--tools", "examples.mixed_tools:register", "--db", db]
+
+    def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *args], cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    parked = cli_process(*run_args, "--session", "p", "--approve", "prompt")
+    assert parked.returncode == 3, parked.stdout + parked.stderr
+    assert "tether-clr approve p c1 --yes" in parked.stdout
+    approved = cli_process("approve", "p", "c1", "--yes", "--db", db)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    straight = cli_process(*run_args, "--session", "q", "--approve", "auto")
+    assert straight.returncode == 0, straight.stdout + straight.stderr
+    with SqliteSessionStore(db) as store:
+        logs = {session: anyio.run(store.events, session) for session in ("p", "q")}
+
+    def kept(events: list[Any]) -> list[tuple[Any, ...]]:
+        return [(e.turn, e.step, e.kind, e.call_id, e.payload) for e in events
+                if not e.kind.startswith("approval/") and e.kind != "turn/start"]
+
+    assert kept(logs["p"]) == kept(logs["q"])
+    deleted = [e.payload for e in logs["p"] if e.kind == "tool/result" and e.payload["name"] == "delete_note"]
+    assert deleted == [{"index": 0, "name": "delete_note", "ok": True, "value": {"deleted": "todo", "existed": True}}]
+    decisions = [e.payload["decision"] for e in logs["p"] if e.kind == "approval/decided"]
+    assert decisions == ["deferred", "approved"]
+    assert invoke("log", "verify", "--db", db).exit_code == 0
 
 
 @pytest.mark.anyio

@@ -3,7 +3,6 @@ event kinds and order, group commit, leases, and crash repair."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,27 +22,11 @@ from tether_clr import (
 from tether_clr.session.store import SqlSessionStore
 
 from .helpers import add, call, codes
-from .session_stores import STORES, expire_lease, new_session, open_store, store_spec
+from .session_stores import expire_lease, kind, new_session, open_store, spec, store, store_spec  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.anyio
 
 DEADLOCK_GUARD = 30
-
-
-@pytest.fixture(params=STORES)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def spec(kind: str, tmp_path: Path) -> str:
-    return store_spec(kind, tmp_path)
-
-
-@pytest.fixture
-def store(kind: str, spec: str) -> Iterator[SqlSessionStore]:
-    with open_store(kind, spec) as opened:
-        yield opened
 
 
 class Commits:

@@ -79,10 +79,10 @@ from .session import (
     SessionSink,
     SessionStore,
     SqliteSessionStore,
-    call_fingerprint,
     log_violations,
 )
 from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
+from .suspension import BatchSuspended, PendingApproval, call_fingerprint
 from .text import describe_exception
 from .tools import PythonFunction, Tool
 from .versions import SemVer, parse_version
@@ -106,6 +106,7 @@ __all__ = [
     "ArgumentLimits",
     "AuthorityUnavailableError",
     "BatchAbortedError",
+    "BatchSuspended",
     "CATALOG_FAILURE_REASONS",
     "CancellationSource",
     "CancellationToken",
@@ -127,6 +128,7 @@ __all__ = [
     "OMISSION_REASONS",
     "Omission",
     "OperationCancelledError",
+    "PendingApproval",
     "PythonFunction",
     "REAUTHORIZATION_REASONS",
     "Registration",

@@ -33,7 +33,8 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -42,7 +43,7 @@ import anyio.lowlevel
 
 from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
 from .catalog.audit import ToolAuditRecord
-from .decisions import ToolExecutionMode
+from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
@@ -50,9 +51,10 @@ from .pipeline import CallPipeline, describe_exception, maybe_await
 from .registry import ToolRegistry, install_batch_executor
 from .sink_hooks import RecordingApproval, SinkHooks
 from .sink_protocol import ToolCallSink
+from .suspension import BatchSuspended, PendingApproval
 from .views import SealedToolCatalogView, _ToolEntry
 
-__all__ = ["BatchRun", "Declaration", "ToolCallSink", "current_declaration", "execute_batch"]
+__all__ = ["BatchRun", "Declaration", "ResumePoint", "ToolCallSink", "current_declaration", "execute_batch"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -63,6 +65,25 @@ class Declaration:
 
     batch_id: str
     index: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where a resumed step picks up (built from the session log by :mod:`tether_clr.session.resume`).
+
+    ``offset``: the position, in the model's proposal, of the first call passed
+    to the run (the first parked one); declarations then carry their proposal
+    positions. ``declared``: positions already recorded as ``tool/call``, not
+    declared to the sink again. ``decided``: position -> the decision taken
+    while the step was suspended, which answers that call's approval step.
+    ``prior``: the outcomes the step delivered before it was suspended, in
+    model order; the run returns them followed by its own.
+    """
+
+    offset: int
+    declared: frozenset[int] = frozenset()
+    decided: Mapping[int, ApprovalResult] = field(default_factory=dict)
+    prior: tuple[ToolExecutionOutcome, ...] = ()
 
 
 _DECLARATION: ContextVar[Declaration | None] = ContextVar("tether_clr_declaration", default=None)
@@ -99,6 +120,7 @@ class _Slot:
     dispatched: bool = False
     started: float = 0.0  # perf_counter at admission; only read when auditing
     audited: bool = False
+    parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
@@ -108,13 +130,18 @@ class _Slot:
         if self._done is not None:
             self._done.set()
 
+    def park(self, pending: PendingApproval) -> None:
+        self.parked = pending
+        if self._done is not None:
+            self._done.set()
+
     @property
     def is_done(self) -> bool:
-        return self.outcome is not None
+        return self.outcome is not None or self.parked is not None
 
     async def wait(self) -> None:
-        """Until :meth:`finish`; returns at once, without a checkpoint, when it already ran."""
-        if self.outcome is not None:
+        """Until :meth:`finish` or :meth:`park`; returns at once, without a checkpoint, when either ran."""
+        if self.is_done:
             return
         if self._done is None:
             self._done = anyio.Event()
@@ -164,6 +191,7 @@ class BatchRun:
         max_parallelism: int,
         sink: ToolCallSink | None,
         cancellation: CancellationToken | None,
+        resume: ResumePoint | None = None,
     ) -> None:
         _validate(calls, view, registry, max_parallelism)
         self._registry = registry
@@ -171,9 +199,13 @@ class BatchRun:
         self._view = view
         self._sink = sink
         self._hooks = SinkHooks.of(sink)
+        self._resume = resume
         approval = registry.approval
         if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
-            approval = RecordingApproval(approval, self._hooks, self._told_approval, self._abort)
+            approval = RecordingApproval(approval, self._hooks, self._record_approval)
+        # A parked call must be findable later: only a sink that records approvals can hold it.
+        self._can_park = self._hooks is not None and self._hooks.records_approvals
+        self._parked: list[PendingApproval] = []
         self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
@@ -197,7 +229,8 @@ class BatchRun:
     def _groups(self) -> list[list[_Slot]]:
         groups: list[list[_Slot]] = []
         parallel: list[_Slot] = []
-        for index, call in enumerate(self._calls):
+        offset = 0 if self._resume is None else self._resume.offset
+        for index, call in enumerate(self._calls, offset):
             slot = _Slot(call, Declaration(self._batch_id, index))
             if self._registry.classify(call, self._view) is ToolExecutionMode.PARALLEL:
                 parallel.append(slot)
@@ -210,13 +243,13 @@ class BatchRun:
             groups.append(parallel)
         return groups
 
-    async def run(self) -> list[ToolExecutionOutcome]:
+    async def run(self) -> list[ToolExecutionOutcome] | BatchSuspended:
         # One checkpoint per batch: a batch of instant tools (whose inline groups never wait)
         # still yields to the loop once, and a cancelled host task is cancelled here, before
         # anything is declared.
         await anyio.lowlevel.checkpoint()
         hooks = self._hooks
-        if hooks is not None:
+        if hooks is not None and self._resume is None:  # a resumed step was started long ago
             await hooks.batch_started(self._calls)  # raises SinkError before anything ran
         try:
             groups = self._groups()
@@ -228,11 +261,16 @@ class BatchRun:
                             if slot.outcome is not None and not slot.audited:
                                 await self._audit_call(slot, slot.outcome)
                     raise self._fault
+                if self._parked:  # no later call of the step is admitted
+                    break
             if hooks is not None:
                 with anyio.CancelScope(shield=True):
                     await hooks.batch_finished()
                 hooks = None
-            return list(self._delivered)
+            delivered = self._delivered if self._resume is None else [*self._resume.prior, *self._delivered]
+            if self._parked:
+                return BatchSuspended(tuple(delivered), tuple(self._parked))
+            return list(delivered)
         finally:
             self._source.close()
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
@@ -242,12 +280,31 @@ class BatchRun:
                     except SinkError:
                         logger.warning("sink failed to record the end of an aborted batch", exc_info=True)
 
-    async def _told_approval(self, hook: Callable[..., Awaitable[None]], execution: ToolExecution, value: object) -> None:
+    async def _record_approval(
+        self, hook: Callable[..., Awaitable[None]] | None, execution: ToolExecution, value: object, what: str
+    ) -> None:
+        """Tell the sink about an approval request or decision (``what``), naming the call being authorized.
+
+        A sink failure aborts the batch and raises, so the call is refused, never run.
+        """
+        if hook is None:
+            return
         token = _DECLARATION.set(self._authorizing)
         try:
             await hook(execution, value)
+        except Exception as exc:
+            fault = SinkError(f"sink failed to record the approval {what} of call {execution.call_id!r}: {describe_exception(exc)}")
+            self._abort(fault)
+            raise fault from exc
         finally:
             _DECLARATION.reset(token)
+
+    async def _resumed_decision(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
+        """The approval step of a parked call, answered by the decision taken while its step was suspended."""
+        assert self._resume is not None and self._authorizing is not None
+        result = self._resume.decided[self._authorizing.index]
+        await self._record_approval(None if self._hooks is None else self._hooks.decided, execution, result, "decision")
+        return result
 
     async def _flush(self) -> bool:
         """A durability point; False when the sink failed (the batch is aborting)."""
@@ -262,7 +319,8 @@ class BatchRun:
 
     def _abort(self, fault: BatchAbortedError) -> None:
         if self._fault is None:
-            fault.delivered = tuple(self._delivered)
+            prior = () if self._resume is None else self._resume.prior
+            fault.delivered = (*prior, *self._delivered)
             self._fault = fault
         self._source.cancel(f"batch aborted: {fault}")
         if self._deliver_scope is not None:
@@ -299,7 +357,7 @@ class BatchRun:
             tg.start_soon(self._deliver, slots, tg)
             flushed = False
             for slot, begun in declared:
-                if self._fault is not None:
+                if self._fault is not None or self._parked:
                     break
                 target = await self._authorize(slot, *begun)
                 if target is None:
@@ -326,7 +384,7 @@ class BatchRun:
         declared, execution, entry, early = self._pipeline.begin(slot.call, self._token)
         slot.execution = execution
         slot.entry = entry
-        if self._sink is not None:
+        if self._sink is not None and (self._resume is None or slot.declaration.index not in self._resume.declared):
             try:
                 await _told(slot.declaration, self._sink.call_declared, declared)
             except Exception as exc:
@@ -349,11 +407,25 @@ class BatchRun:
             return None
         assert entry is not None
         self._authorizing = slot.declaration
-        refusal = await self._pipeline.authorize(execution, entry)
-        if refusal is not None:
-            slot.finish(refusal)
+        resume = self._resume
+        decided = self._resumed_decision if resume is not None and slot.declaration.index in resume.decided else None
+        refusal = await self._pipeline.authorize(execution, entry, decided)
+        if refusal is None:
+            return execution, entry
+        if isinstance(refusal, PendingApproval):
+            if not self._can_park:  # nowhere durable to park it: fail closed rather than lose the call
+                slot.finish(ToolExecutionOutcome.failed(
+                    execution.call_id, execution.name, Codes.UNAVAILABLE,
+                    "approval deferred, but this batch's sink cannot park a call (it records no approvals): "
+                    "run the batch with a session store's sink to park it", "approval_deferred",
+                ))
+                return None
+            pending = replace(refusal, index=slot.declaration.index)
+            self._parked.append(pending)
+            slot.park(pending)
             return None
-        return execution, entry
+        slot.finish(refusal)
+        return None
 
     async def _dispatch_pooled(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
         assert self._pool is not None
@@ -401,6 +473,8 @@ class BatchRun:
                     self._committing = True
                     behind.start_soon(self._flush_behind)
                 await slot.wait()
+            if slot.parked is not None:  # the step is suspended here: nothing after it is delivered
+                return
             execution, outcome = slot.execution, slot.outcome
             assert execution is not None and outcome is not None
             if slot.dispatched:
@@ -458,7 +532,7 @@ def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolE
 
 
 
-def execute_batch(*arguments: Any) -> Awaitable[list[ToolExecutionOutcome]]:
+def execute_batch(*arguments: Any) -> Awaitable[list[ToolExecutionOutcome] | BatchSuspended]:
     """The executor behind :meth:`ToolRegistry.execute_batch`: ``BatchRun(registry, calls, view,
     max_parallelism, sink, cancellation).run()``."""
     return BatchRun(*arguments).run()

@@ -20,9 +20,20 @@ class ToolExecutionMode(Enum):
 
 
 class ApprovalResult(Enum):
+    """An approval provider's answer.
+
+    ``APPROVED`` lets the call go on to the guards; ``REJECTED`` ends it DENIED
+    and ``UNAVAILABLE`` UNAVAILABLE, its body never run. ``DEFERRED`` parks the
+    call: nobody can decide now, so the batch suspends (see
+    :mod:`tether_clr.suspension`) and the decision comes later through
+    ``ToolRegistry.resume``. Parking needs a sink that records approvals (a
+    session store's); without one, ``DEFERRED`` fails closed (UNAVAILABLE).
+    """
+
     APPROVED = "approved"
     REJECTED = "rejected"
     UNAVAILABLE = "unavailable"
+    DEFERRED = "deferred"
 
 
 def _require_reason(reason: object, what: str) -> str:

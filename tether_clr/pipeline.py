@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
@@ -26,13 +27,17 @@ from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .schema import InvalidArgumentsJson, canonical_json, read_arguments
+from .suspension import PendingApproval, call_fingerprint
 from .text import describe_exception, exception_text, safe_repr
 
 if TYPE_CHECKING:
     from .registry import ApprovalProvider, ListenerSnapshot
     from .views import SealedToolCatalogView, _ToolEntry
 
-__all__ = ["CallPipeline", "describe_exception", "maybe_await"]
+__all__ = ["ApprovalRequest", "CallPipeline", "describe_exception", "maybe_await"]
+
+ApprovalRequest = Callable[[ToolExecution, "str | None"], Awaitable[Any]]
+"""An approval provider's ``request``: ``(execution, reason) -> ApprovalResult``."""
 
 logger = logging.getLogger("tether_clr")
 
@@ -164,13 +169,21 @@ class CallPipeline:
         return call, execution, entry, None
 
     # ---------------------------------------------------------- authorization
-    async def authorize(self, execution: ToolExecution, entry: _ToolEntry | None = None) -> ToolExecutionOutcome | None:
+    async def authorize(
+        self, execution: ToolExecution, entry: _ToolEntry | None = None, decided: ApprovalRequest | None = None
+    ) -> ToolExecutionOutcome | PendingApproval | None:
         """Pre-execute waterfall, approval, then guards. None means: may dispatch.
 
         A tool that requires approval (``entry.approval``) goes through the same
         approval step as a pre-execute ``ask``, once: a call both asked about and
         requiring approval is put to the provider one time. Approved calls still
-        face the guards.
+        face the guards. A :class:`PendingApproval` means the provider answered
+        ``DEFERRED``: the call is parked, nothing more may run for it now.
+
+        ``decided`` answers the approval step instead of the provider (a resumed
+        step: the decision was taken while the step was suspended); the call then
+        goes through it even if nothing asks any more, so a decision that was
+        ``REJECTED`` can never be skipped.
         """
         try:
             decision = await self._pre_execute(execution)
@@ -185,8 +198,8 @@ class CallPipeline:
             return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {safe_repr(decision.kind)}")
         elif entry is not None and _requires_approval(entry, execution):
             reason = f"tool {execution.name!r} requires approval"
-        if reason is not None:
-            refusal = await self._approve(execution, reason or None)
+        if reason is not None or decided is not None:
+            refusal = await self._approve(execution, reason or None, decided)
             if refusal is not None:
                 return refusal
         return self._guards(execution)
@@ -212,19 +225,23 @@ class CallPipeline:
 
         return await step(0)
 
-    async def _approve(self, execution: ToolExecution, reason: str | None) -> ToolExecutionOutcome | None:
+    async def _approve(
+        self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None
+    ) -> ToolExecutionOutcome | PendingApproval | None:
         asked = f" ({reason})" if reason else ""
-        provider = self._approval
-        if provider is None:
-            return _fail(execution, Codes.DENIED, f"approval required{asked} but no approval provider is configured")
-        scope = execution.scope
-        if scope is None or (scope.session is None and scope.session_id is None) or scope.owner is None:
-            return _fail(execution, Codes.DENIED, f"approval required{asked} but the scope has no session or owner to ask")
+        request = decided  # a decision taken while the step was suspended: nobody is asked now
+        if request is None:
+            if self._approval is None:
+                return _fail(execution, Codes.DENIED, f"approval required{asked} but no approval provider is configured")
+            scope = execution.scope
+            if scope is None or (scope.session is None and scope.session_id is None) or scope.owner is None:
+                return _fail(execution, Codes.DENIED, f"approval required{asked} but the scope has no session or owner to ask")
+            request = self._approval.request
         token = execution.cancellation
         result: Any = None
         with cancel_scope_for(token):
             try:
-                result = await provider.request(execution, reason)
+                result = await request(execution, reason)
             except Exception as exc:
                 logger.warning("approval provider raised for %r", execution.call_id, exc_info=True)
                 return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
@@ -236,6 +253,11 @@ class CallPipeline:
             return _fail(execution, Codes.DENIED, f"approval rejected{asked}")
         if result is ApprovalResult.UNAVAILABLE:
             return _fail(execution, Codes.UNAVAILABLE, f"approval unavailable{asked}")
+        if result is ApprovalResult.DEFERRED and decided is None:
+            return PendingApproval(
+                execution.call_id, execution.name, execution.arguments_json,
+                call_fingerprint(execution.name, execution.arguments_json), reason,
+            )
         return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {safe_repr(result)}, not an ApprovalResult")
 
     def _guards(self, execution: ToolExecution) -> ToolExecutionOutcome | None:

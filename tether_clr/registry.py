@@ -59,7 +59,9 @@ from .views import SealedToolCatalogView, ToolAssembly, _Record, _ToolEntry
 if TYPE_CHECKING:
     from .cancellation import CancellationToken
     from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+    from .session.store import SessionStore
     from .sink_protocol import ToolCallSink
+    from .suspension import BatchSuspended
 
 __all__ = [
     "ApprovalProvider",
@@ -72,7 +74,9 @@ __all__ = [
     "ToolRegistrationOptions",
     "ToolRegistry",
     "ToolsChangedEvent",
+    "StepResumer",
     "install_batch_executor",
+    "install_step_resumer",
 ]
 
 logger = logging.getLogger("tether_clr")
@@ -86,11 +90,39 @@ ChangeKind = Literal["added", "removed", "status", "metadata", "pin", "deny_rule
 
 BatchExecutor = Callable[
     ["ToolRegistry", "list[ToolCall]", SealedToolCatalogView, int, "ToolCallSink | None", "CancellationToken | None"],
-    Awaitable["list[ToolExecutionOutcome]"],
+    Awaitable["list[ToolExecutionOutcome] | BatchSuspended"],
 ]
 """``executor(registry, calls, view, max_parallelism, sink, cancellation) -> outcomes``."""
 
 _batch_executor: BatchExecutor | None = None
+
+
+class StepResumer(Protocol):
+    """What :meth:`ToolRegistry.resume` and :meth:`ToolRegistry.cancel_suspended` hand off to
+    (:mod:`tether_clr.session.resume` installs it: the session log lives above the catalog)."""
+
+    async def resume(
+        self,
+        registry: ToolRegistry,
+        store: SessionStore,
+        session_id: str,
+        decisions: Mapping[str, Any],
+        view: SealedToolCatalogView | None,
+        max_parallelism: int,
+        cancellation: CancellationToken | None,
+        wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None,
+    ) -> list[ToolExecutionOutcome] | BatchSuspended: ...
+
+    async def cancel(self, store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]: ...
+
+
+_step_resumer: StepResumer | None = None
+
+
+def install_step_resumer(resumer: StepResumer) -> None:
+    """Called by :mod:`tether_clr.session.resume` so the registry can resume suspended steps."""
+    global _step_resumer
+    _step_resumer = resumer
 
 
 class _GlobalKey:
@@ -674,11 +706,14 @@ class ToolRegistry:
         max_parallelism: int = 4,
         sink: ToolCallSink | None = None,
         cancellation: CancellationToken | None = None,
-    ) -> list[ToolExecutionOutcome]:
+    ) -> list[ToolExecutionOutcome] | BatchSuspended:
         """Run one model step's calls against ``view`` (a ``seal()`` view or a :class:`ToolAssembly`).
 
         Outcomes come back in the model's order. Refusals and failures are
-        outcomes. Only infrastructure faults raise:
+        outcomes. When the approval provider answers ``DEFERRED`` (and the sink
+        records approvals, as a session store's does), the call is parked and a
+        :class:`~tether_clr.BatchSuspended` comes back instead of the list: see
+        :meth:`resume`. Only infrastructure faults raise:
         :class:`~tether_clr.errors.ResultPolicyError` and
         :class:`~tether_clr.errors.SinkError`, after every dispatched body has
         finished. A thin hand-off to the executor floor (:mod:`tether_clr.batch`).
@@ -687,6 +722,58 @@ class ToolRegistry:
         if executor is None:  # pragma: no cover - tether_clr/__init__ always imports the executor
             raise RuntimeError("no batch executor is installed: import tether_clr (or tether_clr.batch)")
         return await executor(self, list(calls), view, max_parallelism, sink, cancellation)
+
+    async def resume(
+        self,
+        store: SessionStore,
+        session_id: str,
+        decisions: Mapping[str, Any],
+        view: SealedToolCatalogView | None = None,
+        *,
+        max_parallelism: int = 4,
+        cancellation: CancellationToken | None = None,
+        wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None = None,
+    ) -> list[ToolExecutionOutcome] | BatchSuspended:
+        """Continue the session's suspended step from its log, with the approvers' decisions.
+
+        ``decisions`` maps the call id of every parked call to an
+        :class:`ApprovalResult` (``APPROVED``, ``REJECTED`` or ``UNAVAILABLE``), or
+        to ``(ApprovalResult, fingerprint)`` to bind the decision to the arguments
+        the approver saw (:attr:`PendingApproval.fingerprint`). The parked call
+        gets its decision as its approval step; approved calls still pass the
+        pre-execute listeners, the guards and re-authorization against the live
+        catalog; the calls after it run through the full pipeline (and may park
+        in turn: another :class:`BatchSuspended`). Each body runs at most once,
+        outcomes are recorded in model order, and the step ends as an
+        uninterrupted one would have. Returns the step's full outcome list.
+
+        ``view``: the catalog to run against; by default the catalog is assembled
+        again for the request context recorded when approval was asked (or the
+        root scope's sealed view when none was recorded), in a scope of this
+        session owned by the recorded owner. Pass a view for tools registered in
+        other scopes. With the default, a parked call whose tool is no longer in
+        the catalog ends UNKNOWN_TOOL; with the view of the original step,
+        re-authorization refuses it (DENIED, with the reason). ``wrap_sink``
+        wraps the step's session sink (a live display, say); the wrapper must
+        forward every hook.
+
+        Raises ``ValueError``, running nothing and writing nothing, for a session
+        with no suspended step (finished or cancelled), a decision for a call
+        that is not parked or missing for one that is, a fingerprint that differs
+        from the recorded one, or a log whose recorded arguments no longer match
+        their fingerprint; :class:`SessionLeasedError` while another writer holds
+        the session.
+        """
+        return await _resumer().resume(self, store, session_id, decisions, view, max_parallelism, cancellation, wrap_sink)
+
+    async def cancel_suspended(self, store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]:
+        """Abandon the session's suspended step: its parked call and the calls never admitted
+        end ABORTED_BEFORE_DISPATCH (``reason`` in their message), the step ends.
+
+        Returns the step's full outcome list. ``ValueError`` (writing nothing) when
+        the session has no suspended step.
+        """
+        return await _resumer().cancel(store, session_id, reason)
 
 
 def _make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegistrationOptions, record: _Record) -> _ToolEntry:
@@ -773,3 +860,8 @@ async def check_invariants(execution: ToolExecution, outcome: ToolExecutionOutco
             f"outcome call_id {outcome.call_id!r} does not match execution call_id {execution.call_id!r}"
         )
 
+
+def _resumer() -> StepResumer:
+    if _step_resumer is None:  # pragma: no cover - tether_clr/__init__ always imports the session layer
+        raise RuntimeError("no step resumer is installed: import tether_clr (or tether_clr.session)")
+    return _step_resumer

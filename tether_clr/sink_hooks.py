@@ -64,6 +64,11 @@ class SinkHooks:
     def flushes(self) -> bool:
         return self._flush is not None
 
+    @property
+    def records_approvals(self) -> bool:
+        """Both approval hooks: what parking a call (``ApprovalResult.DEFERRED``) needs to be durable."""
+        return self.asked is not None and self.decided is not None
+
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
         if self._started is not None:
             await _faulting("record the start of the batch", self._started, list(calls))
@@ -87,31 +92,20 @@ async def _faulting(what: str, hook: Callable[..., Awaitable[None]], *args: Any)
 class RecordingApproval:
     """The registry's approval provider, with the sink told before and after each request.
 
-    ``on_fault`` receives a sink failure (the batch aborts with it); the request
-    then raises, so the pipeline refuses the call instead of running it.
+    ``tell(hook, execution, value, what)`` records through one hook (``what`` names
+    the record in an error); it raises :class:`SinkError` when the sink failed (the
+    batch is then aborting), so the pipeline refuses the call instead of running it.
     """
 
     def __init__(
         self,
         provider: ApprovalProvider,
         hooks: SinkHooks,
-        told: Callable[[Callable[..., Awaitable[None]], ToolExecution, Any], Awaitable[None]],
-        on_fault: Callable[[SinkError], None],
+        tell: Callable[[Callable[..., Awaitable[None]] | None, ToolExecution, Any, str], Awaitable[None]],
     ) -> None:
         self._provider = provider
         self._hooks = hooks
-        self._told = told
-        self._on_fault = on_fault
-
-    async def _tell(self, hook: Callable[..., Awaitable[None]] | None, execution: ToolExecution, value: Any, what: str) -> None:
-        if hook is None:
-            return
-        try:
-            await self._told(hook, execution, value)
-        except Exception as exc:
-            fault = SinkError(f"sink failed to record the approval {what} of call {execution.call_id!r}: {describe_exception(exc)}")
-            self._on_fault(fault)
-            raise fault from exc
+        self._tell = tell
 
     async def request(self, execution: ToolExecution, reason: str | None) -> Any:
         await self._tell(self._hooks.asked, execution, reason, "request")

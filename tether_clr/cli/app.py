@@ -1,23 +1,26 @@
-"""The ``tether-clr`` command line (click): ``run``, ``log show``, ``log verify``, ``log repair``.
+"""The ``tether-clr`` command line (click): ``run``, ``approve``, ``log show``, ``log verify``, ``log repair``.
 
-Exit codes of ``run``: 0 when the script ran to its end, whatever the tools'
-outcomes (a failed call is an outcome, recorded and shown); 1 on an
-infrastructure fault (the session store, a result policy, a .NET runtime that
-cannot load); 2 on bad usage (a missing or malformed script, a ``--tools``
-value that cannot be imported or registered, an unknown option). Code 3 is
-reserved for a run parked on a durable approval, which is not built yet (see
-:mod:`tether_clr.cli.approval`).
+Exit codes of ``run`` and ``approve``: 0 when the script ran to its end,
+whatever the tools' outcomes (a failed call is an outcome, recorded and shown);
+3 when a call was parked for an approval decision (``--approve prompt`` with no
+terminal: the command that decides it is printed); 1 on an infrastructure
+fault (the session store, a result policy, a .NET runtime that cannot load);
+2 on bad usage (a missing or malformed script, a ``--tools`` value that cannot
+be imported or registered, an unknown option, a call that is not parked).
 """
 
 from __future__ import annotations
 
 import functools
 import getpass
+import os
 import re
+import shlex
 import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import anyio
@@ -26,14 +29,17 @@ from rich.console import Console
 
 from ..context import RequestContext
 from ..registry import ToolRegistry
+from ..decisions import ApprovalResult
+from ..session.events import TURN_START, SessionEvent
+from ..session.steps import read_steps
 from ..session.store import SqlSessionStore
 from ..session.verify import log_violations
 from ..text import describe_exception
 from .approval import APPROVE_MODES, approver_for
 from .loading import ToolSpecError, load_assembly_tools, load_python_tools
 from .logview import event_json, events_table
-from .runner import run_script
-from .script import ScriptError, load_script
+from .runner import RunResult, RunSettings, continue_script, run_script
+from .script import Script, ScriptError, load_script
 
 __all__ = ["EXIT_FAULT", "EXIT_OK", "EXIT_PARKED", "EXIT_USAGE", "cli", "main", "open_store"]
 
@@ -98,6 +104,40 @@ def cli() -> None:
     """tether-clr: run an agent's tool steps through the governed, fail-closed pipeline, with a durable session log."""
 
 
+def _registry(tool_specs: tuple[str, ...], assemblies: tuple[str, ...]) -> tuple[ToolRegistry, list[str]]:
+    """A registry with the Python and .NET tools named; bad specs are bad usage (exit 2), a .NET fault exit 1."""
+    registry = ToolRegistry()
+    try:
+        names = [name for spec in tool_specs for name in load_python_tools(registry, spec)]
+        for path in assemblies:
+            try:
+                names += load_assembly_tools(registry, path)
+            except ToolSpecError:
+                raise
+            except Exception as exc:
+                _fault(f"cannot host the .NET tools of {path!r}: {describe_exception(exc)}")
+    except ToolSpecError as exc:
+        raise click.UsageError(str(exc)) from exc
+    return registry, names
+
+
+def _finish(result: RunResult, db: str, console: Console) -> None:
+    """Say how the run ended; exit 3 (printing the command that decides it) when a call is parked."""
+    outcomes = [outcome for step in result.steps for outcome in step]
+    failed = sum(outcome.failure is not None for outcome in outcomes)
+    summary = f"{len(outcomes)} call(s), {len(outcomes) - failed} ok, {failed} failed"
+    if result.suspended is None:
+        console.print(f"done: {summary}; the log: tether-clr log show {result.session_id} --db {shlex.quote(db)}")
+        return
+    console.print(f"suspended at turn {result.suspended.turn}, step {result.suspended.step} after {summary}")
+    for pending in result.suspended.batch.pending:
+        reason = f": {pending.reason}" if pending.reason else ""
+        console.print(f"parked: call {pending.call_id} ({pending.name}) awaits a decision{reason}", markup=False)
+        command = f"tether-clr approve {shlex.quote(result.session_id)} {shlex.quote(pending.call_id)} --yes --db {shlex.quote(db)}"
+        console.print(f"decide it with: {command}   (or --no to reject)", markup=False)
+    sys.exit(EXIT_PARKED)
+
+
 @cli.command()
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.option("--tools", "tool_specs", multiple=True, metavar="package.module:attr",
@@ -107,7 +147,7 @@ def cli() -> None:
 @click.option("--db", required=True, help=_DB_HELP)
 @click.option("--approve", type=click.Choice(APPROVE_MODES), default="prompt", show_default=True,
               help="who answers a tool's approval request: auto approves, deny rejects, prompt asks on the terminal "
-                   "(with no terminal: rejects; durable parking is not built yet).")
+                   "(with no terminal: parks the call and exits 3; `tether-clr approve` decides it).")
 @click.option("--session", "session_id", help="the session to log into (default: a new one); a later run continues it.")
 @click.option("--tenant", default="local", show_default=True, help="the request context's tenant.")
 @click.option("--principal", default=None, help="the request context's principal (default: the current user).")
@@ -131,40 +171,119 @@ def run(
 
     Each step assembles the catalog for the request context, runs as one batch
     with the session log's sink, and shows each call's status and timing live.
-    Exit 0 when the script ran to its end, 1 on an infrastructure fault, 2 on bad usage.
+    Exit 0 when the script ran to its end, 3 when a call was parked for approval,
+    1 on an infrastructure fault, 2 on bad usage.
     """
     try:
         parsed = load_script(script)
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from exc
     console = _console()
-    registry = ToolRegistry()
-    try:
-        names = [name for spec in tool_specs for name in load_python_tools(registry, spec)]
-        for path in assemblies:
-            try:
-                names += load_assembly_tools(registry, path)
-            except ToolSpecError:
-                raise
-            except Exception as exc:
-                _fault(f"cannot host the .NET tools of {path!r}: {describe_exception(exc)}")
-    except ToolSpecError as exc:
-        raise click.UsageError(str(exc)) from exc
+    registry, names = _registry(tool_specs, assemblies)
     try:
         context = RequestContext(tenant, principal or _user(), frozenset(scopes))
     except (TypeError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     registry.approval = approver_for(approve, console, interactive=sys.stdin.isatty())  # type: ignore[arg-type]
     session = session_id or f"run-{uuid.uuid4().hex[:12]}"
+    settings = RunSettings(
+        str(Path(script).resolve()), tool_specs, tuple(str(Path(a).resolve()) for a in assemblies), os.getcwd(),
+        context.tenant_id, context.principal_id, tuple(sorted(context.scopes)), approve, max_parallelism,
+    )
     console.print(f"session [bold]{session}[/bold] in {db}: {len(parsed.turns)} turn(s), {parsed.call_count} call(s); "
                   f"tools: {', '.join(sorted(set(names))) or 'none'}; approvals: {approve}")
     with _store(db) as store:
-        steps = functools.partial(run_script, max_parallelism=max_parallelism)
+        if session_id is not None and read_steps(_run_async(store.events, session, backend=backend)).suspended():
+            raise click.UsageError(f"session {session!r} has a step waiting for an approval decision: use tether-clr approve")
+        steps = functools.partial(run_script, max_parallelism=max_parallelism, settings=settings)
         result = _run_async(steps, parsed, registry, store, session, context, console, backend=backend)
-    outcomes = [outcome for step in result.steps for outcome in step]
-    failed = sum(outcome.failure is not None for outcome in outcomes)
-    console.print(f"done: {len(outcomes)} call(s), {len(outcomes) - failed} ok, {failed} failed; "
-                  f"the log: tether-clr log show {session} --db {db}")
+    _finish(result, db, console)
+
+
+@cli.command()
+@click.argument("session_id", metavar="SESSION")
+@click.argument("call_id")
+@click.option("--yes/--no", "approved", default=None, help="approve the parked call, or reject it (one is required).")
+@click.option("--db", required=True, help=_DB_HELP)
+@click.option("--approve", "approve_mode", type=click.Choice(APPROVE_MODES), default=None,
+              help="who answers later approval requests (default: as the run was started).")
+@click.option("--backend", type=click.Choice(["asyncio", "trio"]), default="asyncio", show_default=True)
+def approve(session_id: str, call_id: str, approved: bool | None, db: str, approve_mode: str | None, backend: str) -> None:
+    """Decide CALL_ID, parked by `tether-clr run` in SESSION, then continue the run's script.
+
+    The step resumes from the session log (the parked call runs only if approved,
+    and still faces the guards and re-authorization; the calls after it run as in
+    an uninterrupted run), then the rest of the script runs with the settings the
+    run recorded (its script, tools, assemblies and request context). Exit codes
+    as for run.
+    """
+    if approved is None:
+        raise click.UsageError("say --yes to approve the call or --no to reject it")
+    console = _console()
+    with _store(db) as store:
+        events = _run_async(store.events, session_id, backend=backend)
+        suspended = read_steps(events).suspended()
+        if not suspended:
+            raise click.UsageError(f"session {session_id!r} has no call waiting for a decision in {db}")
+        step = suspended[0]
+        parked = {step.decided[p].call_id: p for p in step.parked}
+        if call_id not in parked:
+            raise click.UsageError(f"call {call_id!r} is not parked in session {session_id!r} (parked: {', '.join(map(str, parked))})")
+        settings, script_turn = _recorded_settings(events, step.turn, session_id)
+        script = _recorded_script(settings, script_turn, step.step, [step.proposal(i) for i in range(len(step.proposed))])
+        with _cwd_importable(settings.cwd):
+            registry, _ = _registry(settings.tools, settings.assemblies)
+        mode = approve_mode or settings.approve
+        registry.approval = approver_for(mode, console, interactive=sys.stdin.isatty())  # type: ignore[arg-type]
+        decision = ApprovalResult.APPROVED if approved else ApprovalResult.REJECTED
+        console.print(f"session [bold]{session_id}[/bold]: call {call_id} {decision.value}; "
+                      f"resuming turn {step.turn}, step {step.step}; later approvals: {mode}")
+        resume = functools.partial(
+            continue_script, suspended_at=(step.turn, step.step, script_turn), decisions={call_id: decision},
+        )
+        result = _run_async(resume, script, registry, store, session_id, settings, console, backend=backend)
+    _finish(result, db, console)
+
+
+def _recorded_settings(events: list[SessionEvent], turn: int, session_id: str) -> tuple[RunSettings, int]:
+    for event in events:
+        if event.kind == TURN_START and event.turn == turn and isinstance(event.payload, dict):
+            found = RunSettings.from_note(event.payload)
+            if found is not None:
+                return found
+    raise click.UsageError(
+        f"turn {turn} of session {session_id!r} was not started by tether-clr run: resume it with ToolRegistry.resume"
+    )
+
+
+def _recorded_script(settings: RunSettings, script_turn: int, step: int, proposal: list[dict[str, Any] | None]) -> Script:
+    """The run's script, checked against the log: the suspended step must be the script's step, call for call."""
+    try:
+        script = load_script(settings.script)
+    except ScriptError as exc:
+        raise click.UsageError(f"the run's script cannot be read any more: {exc}") from exc
+    try:
+        calls = script.turns[script_turn].steps[step - 1]
+    except IndexError:
+        calls = ()
+    recorded = [(c or {}).get("call_id") for c in proposal], [(c or {}).get("name") for c in proposal], [(c or {}).get("arguments") for c in proposal]
+    scripted = [c.call_id for c in calls], [c.name for c in calls], [c.arguments for c in calls]
+    if recorded != scripted:
+        raise click.UsageError(f"the script {settings.script!r} changed since the run: its step no longer matches the log")
+    return script
+
+
+@contextmanager
+def _cwd_importable(cwd: str) -> Iterator[None]:
+    """Import the run's ``--tools`` modules from the folder the run was started in."""
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
 
 
 def _user() -> str:

@@ -4,11 +4,10 @@ Which calls ask is the tools' own business (``requires_approval`` on the tool
 or its registration, or a pre-execute listener's ``ask``); these providers only
 answer. ``auto`` approves, ``deny`` rejects, ``prompt`` asks in the terminal.
 
-``prompt`` with no terminal to ask on fails closed: the call is REJECTED (it
-ends DENIED and its body never runs) and the output says so. Durable
-approvals (parking the call, exit code 3, ``tether-clr approve``) need the
-session store's DEFERRED support, which is not built yet; until then there is
-nothing to park into, and pretending otherwise would lose the call.
+``prompt`` with no terminal to ask on answers ``DEFERRED``: the call is parked
+in the session log (its body does not run), the run stops with exit code 3 and
+prints the ``tether-clr approve`` command that decides it, possibly from
+another process after a restart.
 """
 
 from __future__ import annotations
@@ -30,10 +29,7 @@ __all__ = ["APPROVE_MODES", "ApproveMode", "FixedApprover", "TerminalApprover", 
 ApproveMode = Literal["auto", "prompt", "deny"]
 APPROVE_MODES: tuple[ApproveMode, ...] = ("auto", "prompt", "deny")
 
-NO_TERMINAL = (
-    "no terminal to ask on: call {call_id} ({name}) is rejected (fail closed); durable approvals "
-    "(parking the call for a later `tether-clr approve`) are not available yet"
-)
+NO_TERMINAL = "no terminal to ask on: call {call_id} ({name}) is parked until someone decides it"
 
 
 class FixedApprover:
@@ -47,7 +43,7 @@ class FixedApprover:
 
 
 class TerminalApprover:
-    """Asks on the terminal (``--approve prompt``); rejects, saying why, when there is none.
+    """Asks on the terminal (``--approve prompt``); parks the call (``DEFERRED``), saying so, when there is none.
 
     ``interactive`` says whether a person can answer (stdin is a terminal);
     ``confirm`` asks the yes/no question (``click.confirm``; tests pass their
@@ -70,7 +66,7 @@ class TerminalApprover:
     async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
         if not self.interactive:
             self.console.print(NO_TERMINAL.format(call_id=execution.call_id, name=execution.name))
-            return ApprovalResult.REJECTED
+            return ApprovalResult.DEFERRED
         question = (
             f"Approve call {execution.call_id}: {execution.name}({arguments_text(execution.arguments_json)})"
             f"{f' — {reason}' if reason else ''}?"

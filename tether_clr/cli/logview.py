@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..session.events import SessionEvent
 from .display import shorten
+from .runner import RunSettings
 
 __all__ = ["event_detail", "event_json", "events_table"]
 
@@ -45,6 +46,9 @@ def _detail(event: SessionEvent) -> str:
         return f"ok {_compact(payload.get('value'))}"
     if kind in ("step/start", "step/end"):
         return f"{payload.get('calls', 0)} calls"
+    if kind == "turn/start" and (run := RunSettings.from_note(payload)) is not None:
+        settings, script_turn = run
+        return f"tether-clr run {settings.script}, script turn {script_turn + 1}, as {settings.principal}@{settings.tenant}"
     return "" if not payload else _compact(payload)
 
 

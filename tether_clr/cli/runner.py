@@ -1,39 +1,124 @@
-"""The agent loop of ``tether-clr run``: a scripted model's turns, each step through the full pipeline.
+"""The agent loop of ``tether-clr run`` (and of ``tether-clr approve``, which continues it).
 
-For every turn: ``begin_turn``; for every step: the catalog is assembled for
-the run's :class:`RequestContext` (so governance, feature flags and deny rules
-apply per step, as they would per model request), the step's calls run as one
-batch with the session store's step sink (wrapped by the live view), and the
-outcomes are shown; the turn's text is printed and the turn ended. A tool's
-failure is an outcome like any other; an infrastructure fault (the store, a
-result policy) propagates and stops the run.
+For every turn: ``begin_turn`` (its ``turn/start`` records the run's settings
+and where in the script the turn is: :class:`RunSettings`); for every step:
+the catalog is assembled for the run's :class:`RequestContext` (so governance,
+feature flags and deny rules apply per step, as they would per model request),
+the step's calls run as one batch with the session store's step sink (wrapped
+by the live view), and the outcomes are shown; the turn's text is printed and
+the turn ended. A tool's failure is an outcome like any other; an
+infrastructure fault (the store, a result policy) propagates and stops the run.
+
+A step whose approval was deferred (``--approve prompt`` with no terminal)
+suspends the run: :attr:`RunResult.suspended` says where, and
+:func:`continue_script` later resumes that step with the decision
+(:meth:`ToolRegistry.resume`) and runs the rest of the script.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from rich.console import Console
 
 from ..context import RequestContext
-from ..outcomes import ToolExecutionOutcome
+from ..outcomes import ToolCall, ToolExecutionOutcome
 from ..registry import ToolRegistry
 from ..scope import AgentPipelineScope
 from ..session.store import SessionStore
+from ..sink_protocol import ToolCallSink
+from ..suspension import BatchSuspended
 from .approval import TerminalApprover
 from .display import DisplaySink, StepView
 from .script import Script
 
-__all__ = ["RunResult", "run_script"]
+__all__ = ["RunResult", "RunSettings", "Suspension", "continue_script", "run_script"]
+
+_NOTE_KEY = "tether_clr_run"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What ``tether-clr approve`` needs to continue a run in a new process, recorded in each ``turn/start``.
+
+    Paths are absolute (``cwd`` is where ``--tools`` modules were imported from);
+    the request context is identity and claimed scopes, nothing secret.
+    """
+
+    script: str
+    tools: tuple[str, ...]
+    assemblies: tuple[str, ...]
+    cwd: str
+    tenant: str
+    principal: str
+    scopes: tuple[str, ...]
+    approve: str
+    max_parallelism: int
+
+    def note(self, script_turn: int) -> dict[str, Any]:
+        return {_NOTE_KEY: {**asdict(self), "script_turn": script_turn}}
+
+    @classmethod
+    def from_note(cls, note: Mapping[str, Any]) -> tuple[RunSettings, int] | None:
+        """The settings and script turn a ``turn/start`` payload records, or None when it records none (or is malformed)."""
+        recorded = note.get(_NOTE_KEY)
+        if not isinstance(recorded, dict):
+            return None
+        try:
+            fields = {name: recorded[name] for name in cls.__dataclass_fields__}
+            for name in ("tools", "assemblies", "scopes"):
+                fields[name] = tuple(fields[name])
+            settings = cls(**fields)
+            turn = recorded["script_turn"]
+        except (KeyError, TypeError):
+            return None
+        ok = isinstance(turn, int) and all(isinstance(v, str) for v in (*settings.tools, *settings.assemblies, *settings.scopes))
+        return (settings, turn) if ok and isinstance(settings.max_parallelism, int) else None
+
+    @property
+    def context(self) -> RequestContext:
+        return RequestContext(self.tenant, self.principal, frozenset(self.scopes))
+
+
+@dataclass(frozen=True, slots=True)
+class Suspension:
+    """Where a run stopped: the session's turn and step numbers, the script turn, and the parked calls."""
+
+    turn: int
+    step: int
+    script_turn: int
+    batch: BatchSuspended
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """What a run did: its turn numbers in the session and every step's outcomes, in order."""
+    """What a run did: its turn numbers in the session and every step's outcomes, in order.
+
+    ``suspended`` is set when a step parked a call: the run stopped there (its
+    outcomes so far are the last entry of ``steps``).
+    """
 
     session_id: str
     turns: tuple[int, ...]
     steps: tuple[tuple[ToolExecutionOutcome, ...], ...]
+    suspended: Suspension | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """Continue inside a turn already begun: its script turn, session turn number, and the next step (0-based)."""
+
+    script_turn: int
+    turn: int
+    step: int
+
+
+def _watch(registry: ToolRegistry, view: StepView) -> None:
+    approver = registry.approval
+    if isinstance(approver, TerminalApprover):
+        approver.view = view
 
 
 async def run_script(
@@ -45,25 +130,78 @@ async def run_script(
     console: Console,
     *,
     max_parallelism: int = 4,
+    settings: RunSettings | None = None,
+    start: _Start | None = None,
 ) -> RunResult:
-    """Run every turn of ``script`` in session ``session_id``; see the module docstring."""
+    """Run the turns of ``script`` in session ``session_id`` (from ``start``, when continuing); see the module docstring."""
     scope = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
     turns: list[int] = []
     steps: list[tuple[ToolExecutionOutcome, ...]] = []
-    approver = registry.approval
-    for turn in script.turns:
-        number = await store.begin_turn(session_id)
+    for index in range(0 if start is None else start.script_turn, len(script.turns)):
+        turn = script.turns[index]
+        if start is not None and index == start.script_turn:
+            number, first_step = start.turn, start.step
+        else:
+            number = await store.begin_turn(session_id, None if settings is None else settings.note(index))
+            first_step = 0
         turns.append(number)
-        for step_number, calls in enumerate(turn.steps, 1):
-            view = StepView(console, number, step_number, calls)
-            if isinstance(approver, TerminalApprover):
-                approver.view = view
+        for step_index in range(first_step, len(turn.steps)):
+            calls = turn.steps[step_index]
+            view = StepView(console, number, step_index + 1, calls)
+            _watch(registry, view)
             catalog = registry.assemble(context, scope)
-            sink = DisplaySink(store.sink(session_id, number, step_number), view)
+            sink = DisplaySink(store.sink(session_id, number, step_index + 1), view)
             with view.live():
                 outcomes = await registry.execute_batch(calls, catalog, max_parallelism=max_parallelism, sink=sink)
+            if isinstance(outcomes, BatchSuspended):
+                steps.append(outcomes.delivered)
+                return RunResult(session_id, tuple(turns), tuple(steps), Suspension(number, step_index + 1, index, outcomes))
             steps.append(tuple(outcomes))
         if turn.text is not None:
             console.print(f"[bold]model:[/bold] {turn.text}", highlight=False)
         await store.end_turn(session_id, number)
     return RunResult(session_id, tuple(turns), tuple(steps))
+
+
+async def continue_script(
+    script: Script,
+    registry: ToolRegistry,
+    store: SessionStore,
+    session_id: str,
+    settings: RunSettings,
+    console: Console,
+    *,
+    suspended_at: tuple[int, int, int],
+    decisions: Mapping[str, Any],
+    recorded: Sequence[ToolExecutionOutcome | None] = (),
+) -> RunResult:
+    """Resume the suspended step ``(turn, step, script_turn)`` with ``decisions``, then run the rest of the script.
+
+    ``recorded``: the outcomes the step delivered before it was suspended (shown
+    in its table; the resumed batch returns them too).
+    """
+    turn, step, script_turn = suspended_at
+    context = settings.context
+    scope = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
+    calls: tuple[ToolCall, ...] = script.turns[script_turn].steps[step - 1]
+    view = StepView(console, turn, step, calls)
+    _watch(registry, view)
+    catalog = registry.assemble(context, scope)
+
+    def display(sink: ToolCallSink) -> ToolCallSink:
+        return DisplaySink(sink, view)
+
+    for outcome in recorded:
+        if outcome is not None:
+            view.finished(outcome)
+    with view.live():
+        outcomes = await registry.resume(
+            store, session_id, decisions, catalog, max_parallelism=settings.max_parallelism, wrap_sink=display
+        )
+    if isinstance(outcomes, BatchSuspended):
+        return RunResult(session_id, (turn,), (outcomes.delivered,), Suspension(turn, step, script_turn, outcomes))
+    rest = await run_script(
+        script, registry, store, session_id, context, console,
+        max_parallelism=settings.max_parallelism, settings=settings, start=_Start(script_turn, turn, step),
+    )
+    return RunResult(session_id, rest.turns, (tuple(outcomes), *rest.steps), rest.suspended)

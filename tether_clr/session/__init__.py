@@ -15,17 +15,20 @@ from .events import (
 )
 from .postgres import PostgresSessionStore
 from .repair import INTERRUPTED, plan_repair
+from .resume import CANCELLED, SessionResumer  # importing it installs it behind ToolRegistry.resume
 from .sqlite import SqliteSessionStore
 from .store import SessionSink, SessionStore
 from .verify import log_violations
 
 __all__ = [
+    "CANCELLED",
     "Durability",
     "EVENT_KINDS",
     "INTERRUPTED",
     "PostgresSessionStore",
     "SessionEvent",
     "SessionLeasedError",
+    "SessionResumer",
     "SessionSink",
     "SessionStore",
     "SqliteSessionStore",

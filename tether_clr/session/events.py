@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from ..canonical import sha256_digest
 from ..errors import TetherError
+from ..suspension import call_fingerprint
 
 __all__ = [
     "ASSISTANT_MESSAGE",
@@ -93,14 +93,3 @@ class SessionLeasedError(TetherError):
         self.session_id = session_id
         self.holder = holder
         self.expires_in = expires_in
-
-
-def call_fingerprint(name: str, arguments_json: str) -> str:
-    """``"sha256:"`` over the RFC 8785 form of ``{"name", "arguments"}``: what an approver saw.
-
-    ``arguments_json`` is the exact argument text the pipeline would run with
-    (the canonical JSON of :attr:`ToolExecution.arguments_json`, or the raw text
-    of a call whose arguments did not parse); a decision bound to this
-    fingerprint cannot be replayed against other arguments or another tool.
-    """
-    return sha256_digest({"name": name, "arguments": arguments_json})

@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol, TypeVar
@@ -53,7 +53,7 @@ from .events import (
 )
 from .repair import NewEvent, plan_repair
 
-__all__ = ["SessionSink", "SessionStore", "SqlSessionStore", "schema"]
+__all__ = ["SessionSink", "SessionStore", "SqlSessionStore", "result_payload", "schema"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -69,7 +69,7 @@ class SessionStore(Protocol):
     lease_seconds: float
     durability: Durability
 
-    async def begin_turn(self, session_id: str) -> int: ...
+    async def begin_turn(self, session_id: str, note: Mapping[str, Any] | None = None) -> int: ...
 
     async def end_turn(self, session_id: str, turn: int) -> None: ...
 
@@ -257,6 +257,25 @@ class SqlSessionStore(ABC):
             self._renewer = threading.Thread(target=self._renew_forever, name="tether-session-lease", daemon=True)
             self._renewer.start()
 
+    # ------------------------------------------------------- suspended steps
+    def _claim(self, session_id: str, holder: str) -> list[SessionEvent]:
+        """Take the session's lease for ``holder`` and read its log, in one transaction; the lease is then renewed.
+
+        What resuming or cancelling a suspended step starts with: the log it
+        decides from cannot change under it, and no second resumer can run the
+        same step (SessionLeasedError while the lease is held).
+        """
+        with self._write() as execute:
+            self._lease(execute, session_id, holder, acquire=True)
+            events = self._read(execute, session_id)
+        self._hold(session_id, holder)
+        return events
+
+    def _release(self, session_id: str, holder: str) -> None:
+        self._held.pop((session_id, holder), None)
+        with self._write() as execute:
+            execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+
     # --------------------------------------------------------------- writes
     def _insert(self, execute: Execute, session_id: str, rows: Sequence[_Row]) -> None:
         for row in rows:
@@ -305,13 +324,13 @@ class SqlSessionStore(ABC):
             if release:
                 execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
 
-    def _begin_turn(self, session_id: str) -> int:
+    def _begin_turn(self, session_id: str, payload: str) -> int:
         holder = uuid.uuid4().hex
         with self._write() as execute:
             self._lease(execute, session_id, holder, acquire=True)
             ((last,),) = execute("SELECT MAX(turn) FROM session_events WHERE session_id = ?", (session_id,))
             turn = (last or 0) + 1
-            self._insert(execute, session_id, [_Row(turn, None, TURN_START, None, None, "{}")])
+            self._insert(execute, session_id, [_Row(turn, None, TURN_START, None, None, payload)])
             execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
         return turn
 
@@ -372,9 +391,17 @@ class SqlSessionStore(ABC):
             return [session for (session,) in execute("SELECT DISTINCT session_id FROM session_events ORDER BY session_id", ())]
 
     # ----------------------------------------------------------- public API
-    async def begin_turn(self, session_id: str) -> int:
-        """Write ``turn/start`` and return the new turn's number (1, 2, ...); SessionLeasedError while a batch holds the session."""
-        return await self._run(self._begin_turn, _session(session_id))
+    async def begin_turn(self, session_id: str, note: Mapping[str, Any] | None = None) -> int:
+        """Write ``turn/start`` and return the new turn's number (1, 2, ...); SessionLeasedError while a batch holds the session.
+
+        ``note``: a JSON object recorded as the event's payload, for the host's own
+        bookkeeping (``tether-clr run`` records where in its script the turn is,
+        so ``tether-clr approve`` can continue it after a restart).
+        """
+        if note is not None and not isinstance(note, Mapping):
+            raise TypeError(f"note must be a mapping (a JSON object), got {type(note).__name__}")
+        payload = "{}" if note is None else _dumps(dict(note))
+        return await self._run(self._begin_turn, _session(session_id), payload)
 
     async def end_turn(self, session_id: str, turn: int) -> None:
         """Write ``turn/end``; ValueError if the turn is unknown, ended, or has a step still open."""
@@ -454,6 +481,15 @@ def _failure_fields(outcome: ToolExecutionOutcome) -> dict[str, Any]:
     return {"ok": False, "code": str(failure.code), "reason": getattr(failure, "reason", None), "message": failure.message}
 
 
+def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
+    """A ``tool/result`` payload as JSON text: position, name, failure fields, and the value.
+
+    The value is already canonical JSON text: spliced in, not parsed and dumped again.
+    """
+    fields = {"index": position, "name": outcome.name, **_failure_fields(outcome)}
+    return _dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
+
+
 class SessionSink:
     """The batch sink of one step: ``execute_batch`` drives it through its hooks.
 
@@ -481,6 +517,18 @@ class SessionSink:
         self._answered: set[int] = set()
         self._next_position = 0
         self._proposed = 0
+
+    @classmethod
+    def _resuming(
+        cls, store: SqlSessionStore, session_id: str, turn: int, step: int, holder: str,
+        declared: Iterable[int], answered: Iterable[int], proposed: int,
+    ) -> SessionSink:
+        """The sink that continues a suspended step, under the lease ``holder`` already took (:meth:`SqlSessionStore._claim`)."""
+        sink = cls(store, session_id, turn, step)
+        sink._holder, sink._leased = holder, True
+        sink._declared, sink._answered, sink._proposed = set(declared), set(answered), proposed
+        sink._next_position = max(sink._declared, default=-1) + 1
+        return sink
 
     # ------------------------------------------------------------ buffering
     def _add(self, kind: str, call_id: str | None, position: int | None, payload: str) -> None:
@@ -545,6 +593,10 @@ class SessionSink:
             "arguments": execution.arguments_json,
             "fingerprint": call_fingerprint(execution.name, execution.arguments_json),
             "reason": reason,
+            # Who asked: what resuming the step assembles the catalog for again (no secrets: the
+            # request context is identity and claimed scopes).
+            "context": None if execution.context is None else {**execution.context.identity(), "request_id": execution.context.request_id},
+            "owner": execution.owner if isinstance(execution.owner, str) else None,
         }
         self._add(APPROVAL_ASKED, execution.call_id, position, _dumps(payload))
         await self._added()
@@ -564,11 +616,15 @@ class SessionSink:
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
         position = self._position(False)
         self._answered.add(position)
-        fields = {"index": position, "name": outcome.name, **_failure_fields(outcome)}
-        # The value is already canonical JSON text: spliced in, not parsed and dumped again.
-        payload = _dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
-        self._add(TOOL_RESULT, outcome.call_id, position, payload)
+        self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome))
         await self._added()
+
+    async def _release_unfinished(self) -> None:
+        """Release the lease of a sink whose batch never finished (a resumed step cancelled before it started)."""
+        if self._finished or not self._leased:
+            return
+        self._finished, self._leased, self._pending = True, False, []
+        await self._store._run(self._store._release, self.session_id, self._holder)
 
     async def batch_finished(self) -> None:
         """Write ``step/end`` when every proposed call was declared and answered, commit, and release the lease."""

@@ -8,7 +8,9 @@
   code that only a started body yields;
 * a step's events lie between its ``step/start`` and ``step/end``; a turn's
   between ``turn/start`` and ``turn/end`` (``open_ok`` tolerates a step or turn
-  still open, e.g. while a batch runs; a repaired log has none);
+  still open, e.g. while a batch runs; a repaired log has none). A suspended
+  step (a call parked for an approval decision) is open by design: it, its
+  turn, and its calls from the first parked one on may stay unanswered;
 * sequence numbers only grow.
 """
 
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .events import APPROVAL_DECIDED, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, SessionEvent
+from .steps import read_steps
 
 __all__ = ["log_violations"]
 
@@ -71,17 +74,28 @@ def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> 
                     problems.append(f"{where}: result without a call")
                 results[(*key, position)] += 1
                 result_order.setdefault(key, []).append(position)
+    suspended: dict[tuple[int, int | None], int] = {(s.turn, s.step): s.parked[0] for s in read_steps(events).suspended()}
     for call, count in calls.items():
         if count > 1:
             problems.append(f"turn {call[0]}, step {call[1]}, position {call[2]}: declared {count} times")
-        if results[call] != 1 and not (open_ok and results[call] == 0 and steps.get(call[:2]) == "open"):
+        waiting = call[:2] in suspended and isinstance(call[2], int) and call[2] >= suspended[call[:2]]
+        if results[call] != 1 and not (
+            results[call] == 0 and steps.get(call[:2]) == "open" and (open_ok or waiting)
+        ):
             problems.append(f"turn {call[0]}, step {call[1]}, position {call[2]}: {results[call]} results")
     for key, order in result_order.items():
         if order != sorted(order, key=lambda position: position if isinstance(position, int) else -1):
             problems.append(f"turn {key[0]}, step {key[1]}: results out of model order {order}")
     if not open_ok:
-        problems.extend(f"turn {turn} is not ended" for turn, state in turns.items() if state == "open")
-        problems.extend(f"turn {key[0]}, step {key[1]} is not ended" for key, state in steps.items() if state == "open")
+        waiting_turns = {turn for turn, _ in suspended}
+        problems.extend(
+            f"turn {turn} is not ended" for turn, state in turns.items() if state == "open" and turn not in waiting_turns
+        )
+        problems.extend(
+            f"turn {key[0]}, step {key[1]} is not ended"
+            for key, state in steps.items()
+            if state == "open" and key not in suspended
+        )
     problems.extend(_bodies_after_refusal(events))
     return problems
 
@@ -95,8 +109,11 @@ def _bodies_after_refusal(events: Sequence[SessionEvent]) -> list[str]:
     problems: list[str] = []
     for event in events:
         key = (event.turn, event.step, event.payload.get("index"))
-        if event.kind == APPROVAL_DECIDED and event.payload.get("decision") != "approved":
-            refused.add(key)
+        if event.kind == APPROVAL_DECIDED:  # the latest decision counts: a deferred call may be approved later
+            if event.payload.get("decision") == "approved":
+                refused.discard(key)
+            else:
+                refused.add(key)
         elif event.kind == TOOL_RESULT and key in refused:
             if event.payload.get("ok") is not False or event.payload.get("code") not in _REFUSALS:
                 code = "ok" if event.payload.get("ok") is not False else event.payload.get("code")
