@@ -204,7 +204,7 @@ class BatchRun:
         if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
             approval = RecordingApproval(approval, self._hooks, self._record_approval)
         # A parked call must be findable later: only a sink that records approvals can hold it.
-        self._can_park = self._hooks is not None and self._hooks.records_approvals
+        self._can_park = self._hooks is not None and self._hooks.parks_approvals
         self._parked: list[PendingApproval] = []
         self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
         self._flushes = self._hooks is not None and self._hooks.flushes
@@ -299,12 +299,19 @@ class BatchRun:
         finally:
             _DECLARATION.reset(token)
 
-    async def _resumed_decision(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
-        """The approval step of a parked call, answered by the decision taken while its step was suspended."""
-        assert self._resume is not None and self._authorizing is not None
-        result = self._resume.decided[self._authorizing.index]
-        await self._record_approval(None if self._hooks is None else self._hooks.decided, execution, result, "decision")
-        return result
+    async def _record_resumed_decision(self, slot: _Slot, execution: ToolExecution, decision: ApprovalResult) -> bool:
+        """A parked call's decision, taken while its step was suspended: recorded before anything else
+        runs for the call (so the log never shows a result after ``deferred`` without the decision that
+        allowed it); anything but APPROVED refuses the call here. True when the call goes on."""
+        try:
+            await self._record_approval(None if self._hooks is None else self._hooks.decided, execution, decision, "decision")
+        except SinkError:  # the batch is aborting: the call does not run
+            slot.finish(_not_dispatched(execution, self._token))
+            return False
+        if decision is ApprovalResult.APPROVED:
+            return True
+        slot.finish(CallPipeline.refused_by(execution, decision))
+        return False
 
     async def _flush(self) -> bool:
         """A durability point; False when the sink failed (the batch is aborting)."""
@@ -402,21 +409,22 @@ class BatchRun:
         if token.is_cancelled:
             slot.finish(_not_dispatched(execution, token))
             return None
+        self._authorizing = slot.declaration
+        decision = None if self._resume is None else self._resume.decided.get(slot.declaration.index)
+        if decision is not None and not await self._record_resumed_decision(slot, execution, decision):
+            return None
         if early is not None:
             slot.finish(early)
             return None
         assert entry is not None
-        self._authorizing = slot.declaration
-        resume = self._resume
-        decided = self._resumed_decision if resume is not None and slot.declaration.index in resume.decided else None
-        refusal = await self._pipeline.authorize(execution, entry, decided)
+        refusal = await self._pipeline.authorize(execution, entry, None if decision is None else _already_approved)
         if refusal is None:
             return execution, entry
         if isinstance(refusal, PendingApproval):
             if not self._can_park:  # nowhere durable to park it: fail closed rather than lose the call
                 slot.finish(ToolExecutionOutcome.failed(
                     execution.call_id, execution.name, Codes.UNAVAILABLE,
-                    "approval deferred, but this batch's sink cannot park a call (it records no approvals): "
+                    "approval deferred, but this batch's sink is not a log a parked call can be resumed from: "
                     "run the batch with a session store's sink to park it", "approval_deferred",
                 ))
                 return None
@@ -524,6 +532,11 @@ class BatchRun:
                 await maybe_await(listener(record))
             except Exception:
                 logger.exception("audit listener raised for call %r; ignored", record.call_id)
+
+
+async def _already_approved(execution: ToolExecution, reason: str | None) -> ApprovalResult:
+    """Answers the approval step of a resumed call whose APPROVED decision was recorded already."""
+    return ApprovalResult.APPROVED
 
 
 def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolExecutionOutcome:

@@ -26,8 +26,9 @@ class ApprovalResult(Enum):
     and ``UNAVAILABLE`` UNAVAILABLE, its body never run. ``DEFERRED`` parks the
     call: nobody can decide now, so the batch suspends (see
     :mod:`tether_clr.suspension`) and the decision comes later through
-    ``ToolRegistry.resume``. Parking needs a sink that records approvals (a
-    session store's); without one, ``DEFERRED`` fails closed (UNAVAILABLE).
+    ``ToolRegistry.resume``. Parking needs a sink a suspended step can be
+    resumed from (a session store's: ``parks_approvals``); with any other sink,
+    or none, ``DEFERRED`` fails closed (UNAVAILABLE, reason ``approval_deferred``).
     """
 
     APPROVED = "approved"

@@ -249,15 +249,21 @@ class CallPipeline:
             return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while waiting for approval")
         if result is ApprovalResult.APPROVED:
             return None
-        if result is ApprovalResult.REJECTED:
-            return _fail(execution, Codes.DENIED, f"approval rejected{asked}")
-        if result is ApprovalResult.UNAVAILABLE:
-            return _fail(execution, Codes.UNAVAILABLE, f"approval unavailable{asked}")
         if result is ApprovalResult.DEFERRED and decided is None:
             return PendingApproval(
                 execution.call_id, execution.name, execution.arguments_json,
                 call_fingerprint(execution.name, execution.arguments_json), reason,
             )
+        return self.refused_by(execution, result, reason)
+
+    @staticmethod
+    def refused_by(execution: ToolExecution, result: object, reason: str | None = None) -> ToolExecutionOutcome:
+        """The outcome of a call whose approval answer was not ``APPROVED`` (nor a ``DEFERRED`` that parks it)."""
+        asked = f" ({reason})" if reason else ""
+        if result is ApprovalResult.REJECTED:
+            return _fail(execution, Codes.DENIED, f"approval rejected{asked}")
+        if result is ApprovalResult.UNAVAILABLE:
+            return _fail(execution, Codes.UNAVAILABLE, f"approval unavailable{asked}")
         return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {safe_repr(result)}, not an ApprovalResult")
 
     def _guards(self, execution: ToolExecution) -> ToolExecutionOutcome | None:

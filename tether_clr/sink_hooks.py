@@ -13,6 +13,12 @@ them all):
   declarations, or results that are ready together, are one transaction;
 * ``batch_finished()``: once, when the batch returns or raises.
 
+And one optional attribute: ``parks_approvals = True`` says the sink is a log
+a suspended step can be resumed from (a session store's step sink, or a
+wrapper that forwards to one). Only then may a call whose approval is
+``DEFERRED`` be parked; with any other sink it fails closed (UNAVAILABLE),
+because nothing could ever resume it and the call would be lost.
+
 Every hook failure is an infrastructure fault: the batch stops and raises
 :class:`~tether_clr.SinkError`, never a disguised tool result. While
 ``approval_asked``/``approval_decided`` are awaited, :func:`current_declaration`
@@ -44,7 +50,7 @@ def _hook(sink: object, name: str) -> Callable[..., Awaitable[None]] | None:
 class SinkHooks:
     """The optional hooks one sink has; each call turns a failure into :class:`SinkError`."""
 
-    __slots__ = ("_started", "asked", "decided", "_flush", "_finished")
+    __slots__ = ("_started", "asked", "decided", "_flush", "_finished", "_parks")
 
     def __init__(self, sink: object) -> None:
         self._started = _hook(sink, "batch_started")
@@ -52,6 +58,7 @@ class SinkHooks:
         self.decided = _hook(sink, "approval_decided")
         self._flush = _hook(sink, "flush")
         self._finished = _hook(sink, "batch_finished")
+        self._parks = getattr(sink, "parks_approvals", False) is True
 
     @classmethod
     def of(cls, sink: object | None) -> SinkHooks | None:
@@ -65,9 +72,9 @@ class SinkHooks:
         return self._flush is not None
 
     @property
-    def records_approvals(self) -> bool:
-        """Both approval hooks: what parking a call (``ApprovalResult.DEFERRED``) needs to be durable."""
-        return self.asked is not None and self.decided is not None
+    def parks_approvals(self) -> bool:
+        """The sink says it can hold a parked call (``parks_approvals = True``) and records both approval hooks."""
+        return self._parks and self.asked is not None and self.decided is not None
 
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
         if self._started is not None:

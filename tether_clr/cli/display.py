@@ -165,6 +165,11 @@ class DisplaySink:
         self._inner = inner
         self._view = view
 
+    @property
+    def parks_approvals(self) -> bool:
+        """Whatever the wrapped sink says: a parked call lives in its log, not in the view."""
+        return getattr(self._inner, "parks_approvals", False) is True
+
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
         await self._inner.batch_started(calls)
 

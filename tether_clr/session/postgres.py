@@ -10,7 +10,9 @@ optional extra ``postgres`` (``pip install 'tether_clr[postgres]'``).
 A sink's commit (the one that sits between a group's declarations and its
 bodies) is a single round trip: one call of the server-side function
 ``tether_session_append``, created with the tables, which checks or takes the
-lease, checks a new step, inserts the rows in order and releases the lease, all
+lease, checks that a new step may start (its turn open, the step new, no step
+of the session waiting for an approval decision), inserts the rows in order and
+releases the lease, all
 in the implicit transaction of that one statement (the connection is in
 autocommit mode, so the server commits it, at the connection's
 ``synchronous_commit``, before it answers). A refused lease or step is raised
@@ -27,15 +29,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .events import STEP_START, TURN_END, TURN_START, Durability, SessionLeasedError
-from .store import Execute, SqlSessionStore, _Row, check_new_step, raise_lost_lease, schema
+from .events import APPROVAL_DECIDED, STEP_START, TOOL_RESULT, TURN_END, TURN_START, Durability, SessionLeasedError
+from .store import Execute, SqlSessionStore, _Row, check_new_step, raise_lost_lease, raise_suspended, schema
 
 __all__ = ["PostgresSessionStore"]
 
 # SQLSTATEs the append function raises (class "TC" is not used by PostgreSQL); the message is JSON.
-_LOST_LEASE, _LEASED, _STEP_REFUSED = "TC001", "TC002", "TC003"
+_LOST_LEASE, _LEASED, _STEP_REFUSED, _SUSPENDED = "TC001", "TC002", "TC003", "TC004"
 
-# The lease logic of SqlSessionStore._lease and the step check of _check_new_step, server-side, in one
+# The lease logic of SqlSessionStore._lease and the step checks of _check_new_step (and
+# _refuse_while_suspended), server-side, in one
 # statement's transaction. Taking the lease is one upsert: a free, expired or own lease becomes this
 # holder's (ON CONFLICT locks the row either way); a live lease of another holder is refused. A writer's
 # later commits lock its row and refuse if another holder took it over (the writer was presumed dead).
@@ -47,6 +50,9 @@ DECLARE
     v_holder TEXT;
     v_remaining DOUBLE PRECISION;
     v_kinds TEXT[];
+    v_turn INTEGER;
+    v_step INTEGER;
+    v_call_id TEXT;
 BEGIN
     IF p_acquire THEN
         INSERT INTO session_leases AS lease (session_id, holder, expires)
@@ -79,6 +85,17 @@ BEGIN
             IF NOT v_kinds @> ARRAY['{TURN_START}'] OR v_kinds && ARRAY['{TURN_END}', '{STEP_START}'] THEN
                 RAISE EXCEPTION USING ERRCODE = '{_STEP_REFUSED}',
                     MESSAGE = json_build_object('turn', p_turn[i], 'step', p_step[i], 'kinds', v_kinds)::text;
+            END IF;
+            SELECT d.turn, d.step, d.call_id INTO v_turn, v_step, v_call_id FROM session_events d
+            WHERE d.session_id = p_session AND d.kind = '{APPROVAL_DECIDED}' AND d.payload LIKE '%"decision":"deferred"%'
+              AND NOT EXISTS (SELECT 1 FROM session_events r WHERE r.session_id = d.session_id AND r.turn = d.turn
+                  AND r.step = d.step AND r.position = d.position AND r.seq > d.seq
+                  AND r.kind IN ('{TOOL_RESULT}', '{APPROVAL_DECIDED}'))
+            LIMIT 1;
+            IF FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = '{_SUSPENDED}', MESSAGE = json_build_object(
+                    'turn', p_turn[i], 'step', p_step[i], 'parked_turn', v_turn, 'parked_step', v_step, 'call_id', v_call_id
+                )::text;
             END IF;
         END LOOP;
     END IF;
@@ -162,13 +179,21 @@ class PostgresSessionStore(SqlSessionStore):
             if self._closed.is_set():
                 raise RuntimeError("the session store is closed")
             try:
-                self._db.execute(_APPEND, params, prepare=True)  # autocommit: committed when it returns
+                # Through _insert_many, like every insert of the store: one statement, and in autocommit
+                # mode its own transaction, committed when it returns.
+                self._insert_many(_APPEND, [params])
             except psycopg.Error as exc:
                 _refusal(exc, session_id)
                 raise
 
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        if rows:
+        """Run ``sql`` for each parameter row: one prepared statement for one row, pipelined for more.
+
+        A sink's commit passes the one call of ``tether_session_append`` (every event in its array parameters).
+        """
+        if len(rows) == 1:
+            self._db.execute(_PLACEHOLDER.sub("%s", sql), rows[0], prepare=True)
+        elif rows:
             with self._db.cursor() as cursor:
                 cursor.executemany(_PLACEHOLDER.sub("%s", sql), rows)  # pipelined: one round trip
 
@@ -178,11 +203,14 @@ class PostgresSessionStore(SqlSessionStore):
 
 def _refusal(exc: Any, session_id: str) -> None:
     """Raise the store's own exception for a refusal the append function signalled; return for any other error."""
-    if exc.sqlstate not in (_LOST_LEASE, _LEASED, _STEP_REFUSED):
+    if exc.sqlstate not in (_LOST_LEASE, _LEASED, _STEP_REFUSED, _SUSPENDED):
         return
     detail = json.loads(exc.diag.message_primary)
     if exc.sqlstate == _LOST_LEASE:
         raise_lost_lease(session_id, detail["holder"])
     if exc.sqlstate == _LEASED:
         raise SessionLeasedError(session_id, detail["holder"], detail["remaining"]) from None
+    if exc.sqlstate == _SUSPENDED:
+        what = f"step {detail['step']} of turn {detail['turn']}"
+        raise_suspended(session_id, what, detail["parked_turn"], detail["parked_step"], detail["call_id"])
     check_new_step(session_id, detail["turn"], detail["step"], set(detail["kinds"]))

@@ -228,8 +228,11 @@ class SessionResumer:
             )
             point = ResumePoint(first, frozenset(step.declared), decided, prior)
             wrapped: ToolCallSink = sink if wrap_sink is None else wrap_sink(sink)
-            if not SinkHooks(wrapped).records_approvals:
-                raise TypeError("wrap_sink must forward every hook of the session sink (approval_asked and approval_decided missing)")
+            if not SinkHooks(wrapped).parks_approvals:
+                raise TypeError(
+                    "wrap_sink must forward every hook of the session sink, approval_asked and approval_decided "
+                    "included, and its parks_approvals"
+                )
             run = BatchRun(registry, calls, view, max_parallelism, wrapped, cancellation, point)
         except BaseException:
             with anyio.CancelScope(shield=True):

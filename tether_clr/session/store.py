@@ -107,6 +107,8 @@ def schema(sequence: str, real: str) -> tuple[str, ...]:
         "WHERE kind = 'tool/call'",
         "CREATE UNIQUE INDEX IF NOT EXISTS session_events_one_result ON session_events (session_id, turn, step, position) "
         "WHERE kind = 'tool/result'",
+        "CREATE INDEX IF NOT EXISTS session_events_decisions ON session_events (session_id, turn, step, position) "
+        "WHERE kind = 'approval/decided'",
         f"""CREATE TABLE IF NOT EXISTS session_leases (
     session_id TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
@@ -276,6 +278,15 @@ class SqlSessionStore(ABC):
         with self._write() as execute:
             execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
 
+    def _release_quietly(self, session_id: str, holder: str) -> None:
+        """Release after a failed final write; if the store cannot even do that, the lease
+        (no longer renewed) runs out ``lease_seconds`` later, like a dead writer's."""
+        try:
+            self._release(session_id, holder)
+        except Exception:
+            logger.warning("releasing the lease on session %r failed; it expires in %.1f s", session_id,
+                           self.lease_seconds, exc_info=True)
+
     # --------------------------------------------------------------- writes
     def _insert(self, execute: Execute, session_id: str, rows: Sequence[_Row]) -> None:
         for row in rows:
@@ -302,10 +313,36 @@ class SqlSessionStore(ABC):
             )
         }
         check_new_step(session_id, turn, step, kinds)
+        self._refuse_while_suspended(execute, session_id, f"step {step} of turn {turn}")
+
+    def _refuse_while_suspended(self, execute: Execute, session_id: str, what: str) -> None:
+        """No new step or turn while a step of the session waits for an approval decision.
+
+        The model has not seen that step's results yet; a later step answered now
+        would come before them in the log. A parked call is one whose latest
+        ``approval/decided`` says ``deferred`` with no result after it (the
+        partial index on decisions keeps this to a handful of rows).
+        """
+        rows = execute(
+            "SELECT d.turn, d.step, d.call_id FROM session_events d WHERE d.session_id = ? AND d.kind = ? "
+            "AND d.payload LIKE ? AND NOT EXISTS (SELECT 1 FROM session_events r WHERE r.session_id = d.session_id "
+            "AND r.turn = d.turn AND r.step = d.step AND r.position = d.position AND r.seq > d.seq AND r.kind IN (?, ?)) "
+            "LIMIT 1",
+            (session_id, APPROVAL_DECIDED, '%"decision":"deferred"%', TOOL_RESULT, APPROVAL_DECIDED),
+        )
+        if rows:
+            turn, step, call_id = rows[0]
+            raise_suspended(session_id, what, turn, step, call_id)
 
     def _append(self, session_id: str, holder: str, rows: Sequence[_Row], first: bool, release: bool) -> None:
         """Commit a sink's rows in one transaction that checks (``first``: takes) the lease and, on ``release``, frees it."""
-        self._commit_rows(session_id, holder, rows, first, release)
+        try:
+            self._commit_rows(session_id, holder, rows, first, release)
+        except BaseException:
+            if release:  # the writer is done either way: never renew its lease again, and free it if we still can
+                self._held.pop((session_id, holder), None)
+                self._release_quietly(session_id, holder)
+            raise
         if release:
             self._held.pop((session_id, holder), None)
         elif first:
@@ -330,6 +367,7 @@ class SqlSessionStore(ABC):
             self._lease(execute, session_id, holder, acquire=True)
             ((last,),) = execute("SELECT MAX(turn) FROM session_events WHERE session_id = ?", (session_id,))
             turn = (last or 0) + 1
+            self._refuse_while_suspended(execute, session_id, f"turn {turn}")
             self._insert(execute, session_id, [_Row(turn, None, TURN_START, None, None, payload)])
             execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
         return turn
@@ -468,6 +506,14 @@ def check_new_step(session_id: str, turn: int, step: int | None, kinds: set[str]
         raise ValueError(f"step {step} of turn {turn} of session {session_id!r} was already started")
 
 
+def raise_suspended(session_id: str, what: str, turn: int, step: int, call_id: str | None) -> NoReturn:
+    """Refuse to start ``what`` (a step or a turn) while call ``call_id`` of ``turn``, ``step`` waits for a decision."""
+    raise ValueError(
+        f"cannot start {what} of session {session_id!r}: call {call_id!r} of turn {turn}, step {step} "
+        "waits for an approval decision (resume or cancel_suspended it first)"
+    )
+
+
 def _session(session_id: str) -> str:
     if not isinstance(session_id, str) or not session_id:
         raise ValueError(f"session_id must be a non-empty str, got {session_id!r}")
@@ -493,6 +539,9 @@ def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
 class SessionSink:
     """The batch sink of one step: ``execute_batch`` drives it through its hooks.
 
+    ``parks_approvals`` is True: a call whose approval is deferred can be parked
+    here, because the log is what :meth:`ToolRegistry.resume` continues from.
+
     ``batch_started(calls)`` buffers ``step/start`` and ``assistant/message``
     (every proposed call, raw arguments and position included, so the step can
     be repaired or resumed from the log alone); ``call_declared`` ``tool/call``;
@@ -504,6 +553,8 @@ class SessionSink:
     buffered event durable. The first write takes the session's lease, which is
     renewed while the batch runs and released when it returns.
     """
+
+    parks_approvals = True
 
     def __init__(self, store: SqlSessionStore, session_id: str, turn: int, step: int) -> None:
         self._store = store
