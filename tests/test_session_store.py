@@ -208,6 +208,21 @@ async def test_a_step_starts_once_in_an_open_turn_and_a_refused_start_writes_not
     assert log_violations(logged) == []
 
 
+
+async def test_a_step_started_while_another_waits_for_an_approval_decision_is_refused_by_name_and_writes_nothing(
+    store: SqlSessionStore,
+) -> None:
+    from .test_session_approvals import suspend, tools
+
+    session = new_session()
+    await suspend(store, tools([]), session)
+    logged = await store.events(session)
+    sink = store.sink(session, 1, 2)
+    await sink.batch_started([ToolCall("later", "echo", "{}")])
+    with pytest.raises(ValueError, match=r"cannot start step 2 of turn 1 .* turn 1, step 1 waits for an approval decision"):
+        await sink.flush()
+    assert await store.events(session) == logged
+
 async def test_a_second_writer_is_refused_with_the_live_holder_and_its_remaining_time(store: SqlSessionStore) -> None:
     session = new_session()
     turn = await store.begin_turn(session)
