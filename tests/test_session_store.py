@@ -179,6 +179,80 @@ async def test_end_turn_refuses_unknown_ended_or_open_turns(store: SqlSessionSto
         await store.end_turn(session, turn)
 
 
+
+async def test_a_step_starts_once_in_an_open_turn_and_a_refused_start_writes_nothing_and_holds_no_lease(store: SqlSessionStore) -> None:
+    session = new_session()
+    proposed = [ToolCall("a", "echo", "{}")]
+
+    async def start(turn: int, step: int) -> None:
+        sink = store.sink(session, turn, step)
+        await sink.batch_started(proposed)
+        await sink.flush()
+
+    with pytest.raises(ValueError, match="begin_turn first"):
+        await start(1, 1)
+    assert await store.events(session) == []
+    assert await store.repair(session) == 0  # the refused transaction took no lease: nothing blocks the session
+    turn = await store.begin_turn(session)
+    registry = echo_registry()
+    await registry.execute_batch([call("a", "echo", {"text": "1"})], registry.seal(), sink=store.sink(session, turn, 1))
+    logged = await store.events(session)
+    with pytest.raises(ValueError, match="already started"):
+        await start(turn, 1)
+    await store.end_turn(session, turn)
+    logged = await store.events(session)
+    with pytest.raises(ValueError, match="has ended"):
+        await start(turn, 2)
+    assert await store.events(session) == logged
+    assert await store.repair(session) == 0
+    assert log_violations(logged) == []
+
+
+
+async def test_a_step_started_while_another_waits_for_an_approval_decision_is_refused_by_name_and_writes_nothing(
+    store: SqlSessionStore,
+) -> None:
+    from .test_session_approvals import suspend, tools
+
+    session = new_session()
+    await suspend(store, tools([]), session)
+    logged = await store.events(session)
+    sink = store.sink(session, 1, 2)
+    await sink.batch_started([ToolCall("later", "echo", "{}")])
+    with pytest.raises(ValueError, match=r"cannot start step 2 of turn 1 .* turn 1, step 1 waits for an approval decision"):
+        await sink.flush()
+    assert await store.events(session) == logged
+
+async def test_a_second_writer_is_refused_with_the_live_holder_and_its_remaining_time(store: SqlSessionStore) -> None:
+    session = new_session()
+    turn = await store.begin_turn(session)
+    first = store.sink(session, turn, 1)
+    await first.batch_started([ToolCall("a", "echo", "{}")])
+    await first.flush()
+    second = store.sink(session, turn, 2)
+    await second.batch_started([ToolCall("b", "echo", "{}")])
+    with pytest.raises(SessionLeasedError) as refused:
+        await second.flush()
+    assert refused.value.holder == first._holder
+    assert refused.value.expires_in is not None and 0 < refused.value.expires_in <= store.lease_seconds
+    assert [e.step for e in await store.events(session) if e.kind == "step/start"] == [1]
+
+
+async def test_a_group_of_a_hundred_calls_is_logged_in_model_order(store: SqlSessionStore) -> None:
+    registry = echo_registry()
+    commits = Commits(store)
+    session = new_session()
+    turn = await store.begin_turn(session)
+    calls = [call(f"c{i}", "echo", {"text": str(i)}) for i in range(100)]
+    await registry.execute_batch(calls, registry.seal(), sink=store.sink(session, turn, 1))
+    assert commits.transactions[0] == ["step/start", "assistant/message"] + [f"tool/call c{i}" for i in range(100)]
+    events = await store.events(session)  # in sequence order: the store kept each commit's rows in order
+    assert [e.call_id for e in events if e.kind == "tool/call"] == [f"c{i}" for i in range(100)]
+    assert [e.call_id for e in events if e.kind == "tool/result"] == [f"c{i}" for i in range(100)]
+    assert [e.payload["index"] for e in events if e.kind == "tool/result"] == list(range(100))
+    assert log_violations(events, open_ok=True) == []
+
+
 # --------------------------------------------------------------- group commit
 async def logged_step(store: SqlSessionStore, tool: str, count: int) -> Commits:
     """One step of ``count`` calls of ``tool`` in a new session, its commits recorded."""

@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -116,8 +117,17 @@ def schema(sequence: str, real: str) -> tuple[str, ...]:
     )
 
 
+_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted by _now, and its text
+
+
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """``datetime.now(UTC).isoformat(timespec="microseconds")``, formatting the date and time once per second."""
+    global _SECOND
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{micro:06d}+00:00"
 
 
 def _column(text: str | None) -> str | None:
@@ -138,8 +148,12 @@ class _Row:
         self.call_id, self.position, self.payload, self.at = _column(call_id), position, payload, _now()
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    """Compact ASCII JSON (one shared encoder: ``json.dumps`` with options builds a new one per call)."""
+    return _ENCODER.encode(payload)
 
 
 def _new_row(event: NewEvent) -> _Row:
@@ -216,7 +230,7 @@ class SqlSessionStore(ABC):
                 execute(f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ?", (until, session_id))
             return
         if not acquire:
-            raise SessionLeasedError(session_id, None if not rows else rows[0][0]) from _LostLease(session_id)
+            raise_lost_lease(session_id, None if not rows else rows[0][0])
         current, remaining = rows[0]
         if remaining > 0:
             raise SessionLeasedError(session_id, current, remaining)
@@ -292,17 +306,13 @@ class SqlSessionStore(ABC):
         kinds = {
             kind
             for (kind,) in execute(
-                "SELECT kind FROM session_events WHERE session_id = ? AND turn = ? "
-                "AND (kind IN (?, ?) OR (kind = ? AND step = ?))",
-                (session_id, turn, TURN_START, TURN_END, STEP_START, step),
+                # Turn events have no step: two index lookups, not a scan of every event of the turn.
+                "SELECT kind FROM session_events WHERE session_id = ? AND turn = ? AND step IS NULL AND kind IN (?, ?) "
+                "UNION ALL SELECT kind FROM session_events WHERE session_id = ? AND turn = ? AND step = ? AND kind = ?",
+                (session_id, turn, TURN_START, TURN_END, session_id, turn, step, STEP_START),
             )
         }
-        if TURN_START not in kinds:
-            raise ValueError(f"session {session_id!r} has no turn {turn} (call begin_turn first)")
-        if TURN_END in kinds:
-            raise ValueError(f"turn {turn} of session {session_id!r} has ended")
-        if STEP_START in kinds:
-            raise ValueError(f"step {step} of turn {turn} of session {session_id!r} was already started")
+        check_new_step(session_id, turn, step, kinds)
         self._refuse_while_suspended(execute, session_id, f"step {step} of turn {turn}")
 
     def _refuse_while_suspended(self, execute: Execute, session_id: str, what: str) -> None:
@@ -322,18 +332,12 @@ class SqlSessionStore(ABC):
         )
         if rows:
             turn, step, call_id = rows[0]
-            raise ValueError(
-                f"cannot start {what} of session {session_id!r}: call {call_id!r} of turn {turn}, step {step} "
-                "waits for an approval decision (resume or cancel_suspended it first)"
-            )
+            raise_suspended(session_id, what, turn, step, call_id)
 
     def _append(self, session_id: str, holder: str, rows: Sequence[_Row], first: bool, release: bool) -> None:
+        """Commit a sink's rows in one transaction that checks (``first``: takes) the lease and, on ``release``, frees it."""
         try:
-            with self._write() as execute:
-                self._lease(execute, session_id, holder, acquire=first)
-                self._insert(execute, session_id, rows)
-                if release:
-                    execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+            self._commit_rows(session_id, holder, rows, first, release)
         except BaseException:
             if release:  # the writer is done either way: never renew its lease again, and free it if we still can
                 self._held.pop((session_id, holder), None)
@@ -343,6 +347,19 @@ class SqlSessionStore(ABC):
             self._held.pop((session_id, holder), None)
         elif first:
             self._hold(session_id, holder)
+
+    def _commit_rows(self, session_id: str, holder: str, rows: Sequence[_Row], first: bool, release: bool) -> None:
+        """The transaction of :meth:`_append`: the lease check, the rows in order, the release; all or nothing.
+
+        A dialect may replace it with fewer round trips, keeping exactly these
+        semantics (:class:`~tether_clr.session.PostgresSessionStore` runs it as one
+        server-side function call).
+        """
+        with self._write() as execute:
+            self._lease(execute, session_id, holder, acquire=first)
+            self._insert(execute, session_id, rows)
+            if release:
+                execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
 
     def _begin_turn(self, session_id: str, payload: str) -> int:
         holder = uuid.uuid4().hex
@@ -472,6 +489,29 @@ class _LostLease(Exception):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f"the writer's lease on session {session_id!r} was taken over (it was presumed dead)")
+
+
+def raise_lost_lease(session_id: str, holder: str | None) -> NoReturn:
+    """Refuse a write whose writer no longer holds the session's lease (``holder`` holds it now, if anyone)."""
+    raise SessionLeasedError(session_id, holder) from _LostLease(session_id)
+
+
+def check_new_step(session_id: str, turn: int, step: int | None, kinds: set[str]) -> None:
+    """Raise ValueError unless a step may start: ``kinds`` are the turn's turn/start, turn/end and this step's step/start found."""
+    if TURN_START not in kinds:
+        raise ValueError(f"session {session_id!r} has no turn {turn} (call begin_turn first)")
+    if TURN_END in kinds:
+        raise ValueError(f"turn {turn} of session {session_id!r} has ended")
+    if STEP_START in kinds:
+        raise ValueError(f"step {step} of turn {turn} of session {session_id!r} was already started")
+
+
+def raise_suspended(session_id: str, what: str, turn: int, step: int, call_id: str | None) -> NoReturn:
+    """Refuse to start ``what`` (a step or a turn) while call ``call_id`` of ``turn``, ``step`` waits for a decision."""
+    raise ValueError(
+        f"cannot start {what} of session {session_id!r}: call {call_id!r} of turn {turn}, step {step} "
+        "waits for an approval decision (resume or cancel_suspended it first)"
+    )
 
 
 def _session(session_id: str) -> str:
