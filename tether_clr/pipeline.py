@@ -137,6 +137,9 @@ async def _post_step(chain: tuple[Any, ...], index: int, execution: ToolExecutio
     return decision
 
 
+_STAGE_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener")
+
+
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
@@ -146,18 +149,13 @@ class CallPipeline:
         self._view = view
         self._listeners = listeners
         self._approval = approval
-        # The chains of the view's own scope, the scope of every call a batch runs, looked up when first used.
-        self._scope = view.scope
-        self._chains: dict[str, tuple[Any, ...]] = {}
+        # The chains of the view's own scope: every call of a batch runs in it.
+        scope = self._scope = view.scope
+        self._chains: dict[str, tuple[Any, ...]] = {kind: listeners.chain(kind, scope) for kind in _STAGE_KINDS}
 
     def _chain(self, kind: ListenerKind, scope: AgentPipelineScope | None) -> tuple[Any, ...]:
-        """``listeners.chain(kind, scope)``, kept for the view's scope."""
-        if scope is not self._scope:
-            return self._listeners.chain(kind, scope)
-        chain = self._chains.get(kind)
-        if chain is None:
-            chain = self._chains[kind] = self._listeners.chain(kind, scope)
-        return chain
+        """``listeners.chain(kind, scope)``, looked up once per batch for the view's scope."""
+        return self._chains[kind] if scope is self._scope else self._listeners.chain(kind, scope)
 
     # ------------------------------------------------------------ resolution
     def begin(
@@ -345,7 +343,7 @@ class CallPipeline:
     @property
     def swaps_cancellation(self) -> bool:
         """Execute listeners may hand a body another token than its execution's (the view's scope has some)."""
-        return bool(self._listeners.chain("execute", self._view.scope))
+        return bool(self._chains["execute"])
 
     def cancelled(self, execution: ToolExecution) -> ToolExecutionOutcome:
         """ABORTED for a body its execution's token interrupted, as :meth:`execute` reports it."""
