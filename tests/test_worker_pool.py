@@ -28,17 +28,21 @@ pytestmark = pytest.mark.anyio
 DEADLOCK_GUARD = 10  # seconds; only turns a scheduling bug into a failure instead of a hang
 
 
-async def _run_and_cancel(registry: ToolRegistry, calls: list[Any], source: CancellationSource, ready: anyio.Event, **kwargs: Any) -> list[Any]:
-    """Run the batch, cancel ``source`` once ``ready`` is set, return the outcomes."""
+async def _run_and_cancel(
+    registry: ToolRegistry, calls: list[Any], source: CancellationSource, *ready: anyio.Event, scope: Any = None, max_parallelism: int = 4
+) -> list[Any]:
+    """Run the batch, cancel ``source`` ("stop") once every ``ready`` event is set, return the outcomes."""
     result: list[Any] = []
 
     async def run() -> None:
-        result.extend(await registry.execute_batch(calls, registry.seal(**kwargs.pop("seal", {})), cancellation=source.token, **kwargs))
+        view = registry.seal(scope)
+        result.extend(await registry.execute_batch(calls, view, max_parallelism=max_parallelism, cancellation=source.token))
 
     with anyio.fail_after(DEADLOCK_GUARD):
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            await ready.wait()
+            for event in ready:
+                await event.wait()
             source.cancel("stop")
     return result
 
@@ -177,19 +181,8 @@ async def test_cancellation_during_approval_in_a_parallel_group_is_reported_as_t
     scope = AgentPipelineScope(session_id="s1", owner="alice")
     first = "slow" if max_parallelism == 2 else "quick"
     calls = [call("c0", "work", {"tag": first}, scope=scope), call("c1", "gated", scope=scope), call("c2", "work", {"tag": "x"}, scope=scope)]
-    source = CancellationSource()
-    result: list[Any] = []
-
-    async def run() -> None:
-        result.extend(await registry.execute_batch(calls, registry.seal(scope), max_parallelism=max_parallelism, cancellation=source.token))
-
-    with anyio.fail_after(DEADLOCK_GUARD):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await approver.asked.wait()
-            if max_parallelism == 2:
-                await body_started.wait()
-            source.cancel("stop")
+    ready = (approver.asked, body_started) if max_parallelism == 2 else (approver.asked,)
+    result = await _run_and_cancel(registry, calls, CancellationSource(), *ready, scope=scope, max_parallelism=max_parallelism)
     assert codes(result) == ["ABORTED" if max_parallelism == 2 else None, "ABORTED_BEFORE_DISPATCH", "ABORTED_BEFORE_DISPATCH"]
     assert result[1].failure.message == "cancelled while waiting for approval"
 
