@@ -2,14 +2,23 @@
 sink, and the cancellation drain.
 
 Calls are split into groups: a run of consecutive PARALLEL calls, or a single
-EXCLUSIVE call (a barrier). Inside a group:
+EXCLUSIVE call (a barrier). A group of one runs every stage inline. In a larger group:
 
-* one task walks the calls in model order: declares each to the sink, runs
-  pre-execute, approval and guards, waits for a free slot of the pool
-  (``max_parallelism``), then starts the body without waiting for it to end;
+* the calls are declared to the sink in model order;
+* admission authorizes the calls in model order (pre-execute, approval,
+  guards) as the bounded pool always did: each admitted call takes one of
+  ``max_parallelism`` slots until its body ends, and admission runs ahead while
+  slots are free, plus one call that waits for a slot. It runs in whichever
+  worker has nothing queued, one worker at a time; a parked call or an
+  infrastructure fault stops it;
+* at most ``max_parallelism + 1`` workers take the admitted calls in model order
+  and run their bodies, so bodies start in model order and at most
+  ``max_parallelism`` run at once, with no task, semaphore or event per call;
 * one task walks the calls in model order again, waits for each body, runs the
   post-execute waterfall and the result policies, and only then hands the
-  outcome to the sink and the result listeners.
+  outcome to the sink and the result listeners. The slot of the outcome it is
+  waiting for is given back only once it took that outcome up, so a policy that
+  stops the batch stops it before that slot admits anything new.
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
@@ -31,6 +40,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from collections.abc import Mapping
@@ -41,14 +51,15 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from .cancellation import CancellationSource, CancellationToken, cancel_scope_for
+from .cancellation import CancellationSource, CancellationToken
 from .catalog.audit import ToolAuditRecord
 from .decisions import ApprovalResult, ToolExecutionMode
 from .errors import BatchAbortedError, ResultPolicyError, SinkError
 from .outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .pipeline import CallPipeline, describe_exception, maybe_await
-from .registry import ToolRegistry, install_batch_executor
+from .registry import ToolRegistry, classify_reading, install_batch_executor
+from .schema import ParsedArguments
 from .sink_hooks import RecordingApproval, SinkHooks
 from .sink_protocol import ToolCallSink
 from .suspension import BatchSuspended, PendingApproval
@@ -119,11 +130,15 @@ class _Slot:
     outcome: ToolExecutionOutcome | None = None
     dispatched: bool = False
     started: float = 0.0  # perf_counter at admission; only read when auditing
+    parsed: ParsedArguments | None = None  # the arguments as classifying read them, unseen by anyone
     audited: bool = False
     parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
+    # The deliverer took the outcome up (or is gone); see taken_up().
+    taken: bool = False
+    _taken: anyio.Event | None = None
 
     def finish(self, outcome: ToolExecutionOutcome) -> None:
         self.outcome = outcome
@@ -139,6 +154,20 @@ class _Slot:
     def is_done(self) -> bool:
         return self.outcome is not None or self.parked is not None
 
+    def take_up(self) -> None:
+        """The deliverer resumed with this outcome, or stopped delivering: release :meth:`taken_up`."""
+        self.taken = True
+        if self._taken is not None:
+            self._taken.set()
+
+    async def taken_up(self) -> None:
+        """Until :meth:`take_up`; returns at once when it already ran."""
+        if self.taken:
+            return
+        if self._taken is None:
+            self._taken = anyio.Event()
+        await self._taken.wait()
+
     async def wait(self) -> None:
         """Until :meth:`finish` or :meth:`park`; returns at once, without a checkpoint, when either ran."""
         if self.is_done:
@@ -146,6 +175,66 @@ class _Slot:
         if self._done is None:
             self._done = anyio.Event()
         await self._done.wait()
+
+
+_Admitted = tuple[_Slot, ToolExecution, _ToolEntry]
+
+
+class _Pool:
+    """A parallel group's shared state: its declared calls, admission, and the bodies' slots.
+
+    Slots are counted as the bounded pool's were: a call takes one when it is
+    admitted and gives it back when its body ends, at most ``capacity`` at once.
+    Admission authorizes the calls in model order while each admitted call got a
+    slot, plus one more that waits for a slot (``waiting``); admitted calls queue
+    in model order for the workers. One worker admits at a time (``admitting``).
+    """
+
+    __slots__ = ("declared", "capacity", "next", "in_use", "waiting", "queue", "admitting", "flushed", "done", "_idle")
+
+    def __init__(self, declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]], capacity: int) -> None:
+        self.declared = declared
+        self.capacity = capacity
+        self.next = 0  # the next declared call to authorize
+        self.in_use = 0  # slots taken: admitted calls whose body has not ended
+        self.waiting: _Admitted | None = None  # authorized, waiting for a slot
+        self.queue: deque[_Admitted] = deque()  # admitted, in model order, for the next free worker
+        self.admitting = False
+        self.flushed = False  # the sink was flushed before the group's first body
+        self.done = False  # admission is over: nothing more will be queued
+        self._idle: anyio.Event | None = None
+
+    @property
+    def can_admit(self) -> bool:
+        """Nobody admits now, and the call waiting for a slot (if any) can have one."""
+        return not self.admitting and (self.waiting is None or self.in_use < self.capacity)
+
+    async def idle(self) -> None:
+        """Until :meth:`wake`: for a worker with nothing to do now."""
+        if self._idle is None:
+            self._idle = anyio.Event()
+        await self._idle.wait()
+
+    def wake(self) -> None:
+        """Calls were queued, a slot came free for the waiting call, or admission ended: idle workers look again."""
+        if self._idle is not None:
+            self._idle.set()
+            self._idle = None
+
+
+class _Worker:
+    """A parallel worker's one cancel scope, and the slot whose body runs in it now."""
+
+    __slots__ = ("scope", "running")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.running: _Slot | None = None
+
+    def interrupt(self) -> None:
+        """The batch token's callback: cancel the scope only while a body runs in it."""
+        if self.running is not None:
+            self.scope.cancel()
 
 
 def _validate(calls: list[ToolCall], view: SealedToolCatalogView, registry: ToolRegistry, max_parallelism: int) -> None:
@@ -211,13 +300,16 @@ class BatchRun:
         self._committing = False  # a commit runs behind the delivery
         self._pipeline = CallPipeline(view, registry.listener_snapshot(), approval)
         self._max_parallelism = max_parallelism
-        self._pool: anyio.Semaphore | None = None  # only parallel groups take slots from it
+        # Parallel workers link their bodies to the batch token with one scope each, unless an
+        # execute listener may hand a body another token (then each body links its own).
+        self._worker_scopes = not self._pipeline.swaps_cancellation
         # One token for the whole batch: the caller's cancellation, or an infrastructure fault.
         self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
         self._caller_can_cancel = cancellation is not None and cancellation.can_be_cancelled
         self._fault: BatchAbortedError | None = None
         self._delivered: list[ToolExecutionOutcome] = []
         self._deliver_scope: anyio.CancelScope | None = None
+        self._delivering: _Slot | None = None  # the slot the deliverer is at, in a parallel group
         # Audit machinery only when someone listens: otherwise no clocks, no records.
         self._audit: tuple[Callable[..., Any], ...] = self._pipeline.audit_listeners()
         self._batch_id = uuid.uuid4().hex
@@ -229,10 +321,18 @@ class BatchRun:
     def _groups(self) -> list[list[_Slot]]:
         groups: list[list[_Slot]] = []
         parallel: list[_Slot] = []
+        registry, view = self._registry, self._view
+        # The registry's own classifier hands back the arguments it read when no predicate saw them
+        # (a constant one), and begin() then does not read them again; a subclass's classify() is asked as is.
+        own = type(registry).classify is ToolRegistry.classify
         offset = 0 if self._resume is None else self._resume.offset
         for index, call in enumerate(self._calls, offset):
             slot = _Slot(call, Declaration(self._batch_id, index))
-            if self._registry.classify(call, self._view) is ToolExecutionMode.PARALLEL:
+            if own:
+                mode, slot.parsed = classify_reading(call, view)
+            else:
+                mode = registry.classify(call, view)
+            if mode is ToolExecutionMode.PARALLEL:
                 parallel.append(slot)
                 continue
             if parallel:
@@ -350,9 +450,6 @@ class BatchRun:
             if self._fault is None:
                 await self._deliver_in_order(slots, None)
             return
-        if self._pool is None:
-            self._pool = anyio.Semaphore(self._max_parallelism)
-        pool = self._pool
         # Every call of the group is declared before any is authorized: one durability point for all.
         declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]] = []
         for slot in slots:
@@ -360,35 +457,112 @@ class BatchRun:
             if begun is None:
                 break
             declared.append((slot, begun))
+        pool = _Pool(declared, self._max_parallelism)
+        self._delivering = slots[0]  # where the deliverer starts, even before its task first runs
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._deliver, slots, tg)
-            flushed = False
-            for slot, begun in declared:
-                if self._fault is not None or self._parked:
-                    break
+            # Workers run admitted calls' bodies one at a time (at most max_parallelism bodies at once,
+            # by the slots), and admit (one worker at a time) when nothing is queued: no task, pool slot
+            # or event per call. One worker more than bodies, so a queued body never waits for an
+            # admission that awaits (an approval, a listener), as a separate admission task would not.
+            for _ in range(min(self._max_parallelism + 1, len(declared))):
+                tg.start_soon(self._work, pool)
+
+    async def _work(self, pool: _Pool) -> None:
+        """One worker of a parallel group, until admission is over and nothing is queued.
+
+        When every body runs on the batch token itself (no execute listener can hand
+        one another token), one cancel scope serves all the bodies this worker runs:
+        the token cancels it only while a body runs, and the worker leaves it right
+        after an interrupted body, before anything else can await inside it; an
+        interrupted body is ABORTED exactly as a body with its own linked scope.
+        Once the token is cancelled no body starts again, so the rest needs no scope.
+        """
+        if self._worker_scopes:
+            worker = _Worker()
+            with self._token.register(worker.interrupt), worker.scope:
+                await self._work_until(pool, worker)
+            interrupted = worker.running
+            if interrupted is not None:  # its body was cancelled: it never reached an outcome
+                assert interrupted.execution is not None
+                interrupted.finish(self._pipeline.cancelled(interrupted.execution))
+                pool.in_use -= 1
+        await self._work_until(pool, None)
+
+    async def _work_until(self, pool: _Pool, worker: _Worker | None) -> None:
+        """Run queued bodies, admit, or wait, until there is nothing left to do, or (with
+        ``worker``) right after a body its scope was cancelled for, before anything else awaits."""
+        queue = pool.queue
+        while True:
+            if queue:
+                slot, execution, entry = queue.popleft()
+                await self._dispatch(slot, execution, entry, worker=worker)
+                if worker is not None and worker.scope.cancel_called:
+                    if worker.running is None:  # the body returned all the same: its slot is free
+                        pool.in_use -= 1
+                    return
+                if self._delivering is slot:
+                    # The delivery has nothing earlier to deliver: let it take this outcome up (review,
+                    # result policies) before the slot is given back, so a policy that stops the batch
+                    # stops it before anything new is dispatched.
+                    await slot.taken_up()
+                pool.in_use -= 1
+                if pool.waiting is not None and not pool.admitting:
+                    pool.wake()  # the call waiting for a slot can have this one
+            elif pool.done:
+                return
+            elif pool.can_admit:
+                await self._admit(pool)
+            else:
+                await pool.idle()
+
+    async def _admit(self, pool: _Pool) -> None:
+        """The admission loop of a parallel group, run by a worker with nothing queued; one at a time.
+
+        In model order: gives the call waiting for a slot its slot and queues it
+        (the group's first only after the sink's flush), then authorizes the next
+        call (pre-execute, approval, guards); stops when the waiting call finds no
+        free slot (a body that ends gives one back and admits again), and ends
+        admission when the calls run out, an infrastructure fault stops the
+        batch, or a call is parked.
+        """
+        pool.admitting = True
+        try:
+            declared = pool.declared
+            while True:
+                waiting = pool.waiting
+                if waiting is not None:
+                    if pool.in_use >= pool.capacity:
+                        return
+                    pool.waiting = None
+                    if self._fault is None and not pool.flushed:  # durable before the group's first body starts
+                        pool.flushed = True
+                        if not await self._flush():
+                            waiting[0].finish(_not_dispatched(waiting[1], self._token))
+                    if self._fault is not None:  # an infrastructure fault: it is not dispatched
+                        if not waiting[0].is_done:
+                            waiting[0].finish(_not_dispatched(waiting[1], self._token))
+                    else:
+                        pool.in_use += 1
+                        pool.queue.append(waiting)
+                        pool.wake()  # an idle worker starts it, even while this one goes on admitting
+                if self._fault is not None or self._parked or pool.next >= len(declared):
+                    pool.done = True  # a fault, or a parked call, stops admission
+                    return
+                slot, begun = declared[pool.next]
+                pool.next += 1
                 target = await self._authorize(slot, *begun)
-                if target is None:
-                    continue
-                # Taking the pool slot here, in model order, makes bodies start in model order.
-                acquired = False
-                with cancel_scope_for(self._token):
-                    await pool.acquire()
-                    acquired = True
-                if acquired and not flushed:
-                    flushed = True
-                    if not await self._flush():
-                        pool.release()
-                        acquired = False
-                if acquired:
-                    tg.start_soon(self._dispatch_pooled, slot, *target)
-                else:
-                    slot.finish(_not_dispatched(target[0], self._token))
+                if target is not None:
+                    pool.waiting = (slot, *target)
+        finally:
+            pool.admitting = False
+            pool.wake()
 
     async def _declare(self, slot: _Slot) -> tuple[_ToolEntry | None, ToolExecutionOutcome | None] | None:
         """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
         if self._audit:
             slot.started = time.perf_counter()
-        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token)
+        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
         slot.execution = execution
         slot.entry = entry
         if self._sink is not None and (self._resume is None or slot.declaration.index not in self._resume.declared):
@@ -435,14 +609,10 @@ class BatchRun:
         slot.finish(refusal)
         return None
 
-    async def _dispatch_pooled(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry) -> None:
-        assert self._pool is not None
-        try:
-            await self._dispatch(slot, execution, entry)
-        finally:
-            self._pool.release()
-
-    async def _dispatch(self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> None:
+    async def _dispatch(
+        self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True, worker: _Worker | None = None
+    ) -> None:
+        """Re-authorize and run one admitted call; ``worker``: its cancel scope links the body to the token."""
         if self._token.is_cancelled:
             slot.finish(_not_dispatched(execution, self._token))
             return
@@ -451,7 +621,13 @@ class BatchRun:
             slot.finish(refusal)
             return
         slot.dispatched = True
-        slot.finish(await self._pipeline.execute(execution, entry, interruptible))
+        if worker is None:
+            slot.finish(await self._pipeline.execute(execution, entry, interruptible))
+            return
+        worker.running = slot
+        outcome = await self._pipeline.execute(execution, entry, False)
+        worker.running = None
+        slot.finish(outcome)
 
     async def _deliver(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
         """A parallel group's deliverer task: :meth:`_deliver_in_order` in a scope ``_abort`` can cancel."""
@@ -463,6 +639,8 @@ class BatchRun:
                 await self._deliver_in_order(slots, behind)
         finally:
             self._deliver_scope = None
+            for slot in slots:  # a worker waiting for the delivery to take its outcome up goes on
+                slot.take_up()
 
     async def _flush_behind(self) -> None:
         try:
@@ -474,6 +652,7 @@ class BatchRun:
     async def _deliver_in_order(self, slots: list[_Slot], behind: anyio.abc.TaskGroup | None) -> None:
         """Post-execute, policies, sink and listeners, strictly in model order."""
         for slot in slots:
+            self._delivering = slot
             if not slot.is_done:
                 # About to wait for a body still running: the results ready so far become durable
                 # together, in a commit that runs behind the delivery (one at a time) instead of stalling it.
@@ -481,6 +660,7 @@ class BatchRun:
                     self._committing = True
                     behind.start_soon(self._flush_behind)
                 await slot.wait()
+            slot.take_up()
             if slot.parked is not None:  # the step is suspended here: nothing after it is delivered
                 return
             execution, outcome = slot.execution, slot.outcome

@@ -26,12 +26,13 @@ from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
 from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
-from .schema import InvalidArgumentsJson, canonical_json, read_arguments
+from .schema import InvalidArgumentsJson, ParsedArguments, canonical_json, read_arguments
 from .suspension import PendingApproval, call_fingerprint
 from .text import describe_exception, exception_text, safe_repr
 
 if TYPE_CHECKING:
-    from .registry import ApprovalProvider, ListenerSnapshot
+    from .registry import ApprovalProvider, ListenerKind, ListenerSnapshot
+    from .scope import AgentPipelineScope
     from .views import SealedToolCatalogView, _ToolEntry
 
 __all__ = ["ApprovalRequest", "CallPipeline", "describe_exception", "maybe_await"]
@@ -108,25 +109,65 @@ class _ContractViolation(Exception):
     """A listener broke its contract (wrong return type, changed the execution)."""
 
 
+async def _pre_step(chain: tuple[Any, ...], index: int, execution: ToolExecution) -> ToolPreDecision:
+    """Listener ``index`` of a pre-execute waterfall; its ``next`` asks the rest, and past the last one allows."""
+    rest = index + 1 < len(chain)
+
+    async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
+        if same is not None and same != execution:
+            raise _ContractViolation("pre-execute listeners cannot change the execution")
+        return await _pre_step(chain, index + 1, execution) if rest else ToolPreDecision.allow()
+
+    decision = await chain[index](execution, next_)
+    if not isinstance(decision, ToolPreDecision):
+        raise _ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
+    return decision
+
+
+async def _post_step(chain: tuple[Any, ...], index: int, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolPostDecision:
+    """Listener ``index`` of a post-execute waterfall; its ``next`` asks the rest, and past the last one accepts."""
+    rest = index + 1 < len(chain)
+
+    async def next_(*_same: Any) -> ToolPostDecision:
+        return await _post_step(chain, index + 1, execution, outcome) if rest else ToolPostDecision.accept()
+
+    decision = await chain[index](execution, outcome, next_)
+    if not isinstance(decision, ToolPostDecision):
+        raise _ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
+    return decision
+
+
+_STAGE_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener")
+
+
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
-    __slots__ = ("_view", "_listeners", "_approval")
+    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains")
 
     def __init__(self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None) -> None:
         self._view = view
         self._listeners = listeners
         self._approval = approval
+        # The chains of the view's own scope: every call of a batch runs in it.
+        scope = self._scope = view.scope
+        self._chains: dict[str, tuple[Any, ...]] = {kind: listeners.chain(kind, scope) for kind in _STAGE_KINDS}
+
+    def _chain(self, kind: ListenerKind, scope: AgentPipelineScope | None) -> tuple[Any, ...]:
+        """``listeners.chain(kind, scope)``, looked up once per batch for the view's scope."""
+        return self._chains[kind] if scope is self._scope else self._listeners.chain(kind, scope)
 
     # ------------------------------------------------------------ resolution
     def begin(
-        self, call: ToolCall, token: CancellationToken
+        self, call: ToolCall, token: CancellationToken, parsed: ParsedArguments | None = None
     ) -> tuple[ToolCall, ToolExecution, _ToolEntry | None, ToolExecutionOutcome | None]:
         """Build the execution and resolve the tool; an early outcome means no dispatch.
 
         Returns the call as it is to be declared to the sink: ``call`` itself, or,
         when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
         which the execution and the outcome then carry too (refused INVALID_ARGS).
+        ``parsed``, when given, must be ``read_arguments(call.arguments,
+        view.argument_limits)``, fresh and seen by no one else; it saves reading them again.
         """
         invalid = call.invalid_text_fields()
         if invalid:
@@ -137,7 +178,8 @@ class CallPipeline:
         try:
             if parse_error is not None:  # the client could not parse the model's text: never run it
                 raise InvalidArgumentsJson(parse_error)
-            parsed = read_arguments(call.arguments, self._view.argument_limits)
+            if parsed is None or invalid:
+                parsed = read_arguments(call.arguments, self._view.argument_limits)
             arguments, arguments_json = parsed.value, parsed.json
         except InvalidArgumentsJson as exc:
             parse_error = str(exc)
@@ -205,25 +247,10 @@ class CallPipeline:
         return self._guards(execution)
 
     async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
-        chain = self._listeners.chain("pre_execute", execution.scope)
+        chain = self._chain("pre_execute", execution.scope)
         if not chain:  # no waterfall to build: the end of an empty chain allows
             return ToolPreDecision.allow()
-
-        async def step(index: int) -> ToolPreDecision:
-            if index == len(chain):
-                return ToolPreDecision.allow()
-
-            async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
-                if same is not None and same != execution:
-                    raise _ContractViolation("pre-execute listeners cannot change the execution")
-                return await step(index + 1)
-
-            decision = await chain[index](execution, next_)
-            if not isinstance(decision, ToolPreDecision):
-                raise _ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
-            return decision
-
-        return await step(0)
+        return await _pre_step(chain, 0, execution)
 
     async def _approve(
         self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None
@@ -267,7 +294,7 @@ class CallPipeline:
         return _fail(execution, Codes.UNAVAILABLE, f"approval provider returned {safe_repr(result)}, not an ApprovalResult")
 
     def _guards(self, execution: ToolExecution) -> ToolExecutionOutcome | None:
-        for guard in self._listeners.chain("guard", execution.scope):
+        for guard in self._chain("guard", execution.scope):
             try:
                 veto = guard(execution)
             except Exception as exc:
@@ -313,15 +340,27 @@ class CallPipeline:
         return None if reason is None else _refusal(execution, entry, reason)
 
     # -------------------------------------------------------------- execution
+    @property
+    def swaps_cancellation(self) -> bool:
+        """Execute listeners may hand a body another token than its execution's (the view's scope has some)."""
+        return bool(self._chains["execute"])
+
+    def cancelled(self, execution: ToolExecution) -> ToolExecutionOutcome:
+        """ABORTED for a body its execution's token interrupted, as :meth:`execute` reports it."""
+        return _fail(execution, Codes.ABORTED, f"cancelled: {execution.cancellation.reason or 'cancellation requested'}")
+
     async def execute(self, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
         """Execute waterfall around the tool body; never raises for tool faults.
 
         ``interruptible=False`` is the batch's promise that nothing can cancel the
         execution's token while this body runs (an inline call in a batch whose
-        caller passed no cancellable token); with no execute listener to swap in
-        another token, the body then runs without a cancel scope linking it.
+        caller passed no cancellable token), or that the batch links the token to
+        a cancel scope around this call itself (a parallel worker, which then
+        reports an interrupted body with :meth:`cancelled`); with no execute
+        listener to swap in another token, the body then runs without a cancel
+        scope of its own.
         """
-        chain = self._listeners.chain("execute", execution.scope)
+        chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
                 return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible)
@@ -378,24 +417,12 @@ class CallPipeline:
     # ---------------------------------------------------------------- review
     async def review(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
         """Post-execute waterfall: accept, replace or block a dispatched call's outcome."""
-        chain = self._listeners.chain("post_execute", execution.scope)
+        chain = self._chain("post_execute", execution.scope)
         if not chain:
             return outcome
 
-        async def step(index: int) -> ToolPostDecision:
-            if index == len(chain):
-                return ToolPostDecision.accept()
-
-            async def next_(*_same: Any) -> ToolPostDecision:
-                return await step(index + 1)
-
-            decision = await chain[index](execution, outcome, next_)
-            if not isinstance(decision, ToolPostDecision):
-                raise _ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
-            return decision
-
         try:
-            decision = await step(0)
+            decision = await _post_step(chain, 0, execution, outcome)
         except Exception as exc:
             return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}")
         if decision.is_accept:
@@ -412,7 +439,7 @@ class CallPipeline:
     # -------------------------------------------------------------- policies
     async def enforce_policies(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
         """Await every result policy; the first that raises rejects the outcome."""
-        for policy in self._listeners.chain("result_policy", execution.scope):
+        for policy in self._chain("result_policy", execution.scope):
             try:
                 await maybe_await(policy(execution, outcome))
             except Exception as exc:
@@ -427,7 +454,7 @@ class CallPipeline:
         return self._listeners.chain("audit", None)
 
     async def notify(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
-        for listener in self._listeners.chain("result_listener", execution.scope):
+        for listener in self._chain("result_listener", execution.scope):
             try:
                 await maybe_await(listener(outcome))
             except Exception:

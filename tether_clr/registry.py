@@ -48,12 +48,13 @@ from .schema import (
     ArgumentLimits,
     ArgumentValidator,
     InvalidArgumentsJson,
+    ParsedArguments,
     ToolSchemaSnapshot,
-    parse_arguments,
+    read_arguments,
 )
 from .scope import AgentPipelineScope
 from .text import is_valid_text, safe_text
-from .tools import Tool, as_approval_predicate, as_concurrency_predicate
+from .tools import ConstantPredicate, Tool, as_approval_predicate, as_concurrency_predicate
 from .views import SealedToolCatalogView, ToolAssembly, _Record, _ToolEntry
 
 if TYPE_CHECKING:
@@ -604,19 +605,7 @@ class ToolRegistry:
         Arguments the pipeline would refuse (see :func:`~tether_clr.schema.read_arguments`)
         mean EXCLUSIVE; classifying never raises.
         """
-        entry = view.resolve(call.name)
-        if entry is None or entry.concurrency is None:
-            return ToolExecutionMode.EXCLUSIVE
-        try:
-            arguments = parse_arguments(call.arguments, view.argument_limits)
-        except InvalidArgumentsJson:
-            return ToolExecutionMode.EXCLUSIVE
-        try:
-            verdict = entry.concurrency(arguments)
-        except Exception:
-            logger.warning("concurrency classifier of %r raised; running the call exclusively", call.name, exc_info=True)
-            return ToolExecutionMode.EXCLUSIVE
-        return ToolExecutionMode.PARALLEL if verdict is True else ToolExecutionMode.EXCLUSIVE
+        return classify_reading(call, view)[0]
 
     # ------------------------------------------------------------- listeners
     def _add_listener(self, kind: ListenerKind, scope: AgentPipelineScope | None, fn: Callable[..., Any], prepend: bool) -> Registration:
@@ -865,3 +854,30 @@ def _resumer() -> StepResumer:
     if _step_resumer is None:  # pragma: no cover - tether_clr/__init__ always imports the session layer
         raise RuntimeError("no step resumer is installed: import tether_clr (or tether_clr.session)")
     return _step_resumer
+
+
+def classify_reading(call: ToolCall, view: SealedToolCatalogView) -> tuple[ToolExecutionMode, ParsedArguments | None]:
+    """:meth:`ToolRegistry.classify`, plus the arguments it read when nobody else saw them.
+
+    The second value is the :func:`~tether_clr.schema.read_arguments` result of
+    ``call.arguments`` under the view's limits when the tool's classifier is a
+    constant (a bool, which never reads the arguments), so the batch need not
+    parse them again; None otherwise (a callable classifier was handed that value
+    and may have changed it).
+    """
+    entry = view.resolve(call.name)
+    concurrency = None if entry is None else entry.concurrency
+    if concurrency is None:
+        return ToolExecutionMode.EXCLUSIVE, None
+    try:
+        parsed = read_arguments(call.arguments, view.argument_limits)
+    except InvalidArgumentsJson:
+        return ToolExecutionMode.EXCLUSIVE, None
+    if isinstance(concurrency, ConstantPredicate):
+        return (ToolExecutionMode.PARALLEL if concurrency.value is True else ToolExecutionMode.EXCLUSIVE), parsed
+    try:
+        verdict = concurrency(parsed.value)
+    except Exception:
+        logger.warning("concurrency classifier of %r raised; running the call exclusively", call.name, exc_info=True)
+        return ToolExecutionMode.EXCLUSIVE, None
+    return (ToolExecutionMode.PARALLEL if verdict is True else ToolExecutionMode.EXCLUSIVE), None

@@ -204,10 +204,25 @@ class PythonFunction:
         return f"PythonFunction(name={self._name!r})"
 
 
+class ConstantPredicate:
+    """What a bool becomes as a predicate: the same answer for any arguments (it never reads them)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __call__(self, _arguments: Any) -> bool:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"ConstantPredicate({self.value!r})"
+
+
 def _as_predicate(value: Callable[[Any], Any] | bool, what: str) -> Callable[[Any], Any]:
     """A bool means "always"/"never"; a callable is asked per call with the parsed arguments."""
     if isinstance(value, bool):
-        return lambda _arguments: value
+        return ConstantPredicate(value)
     if not callable(value):
         raise TypeError(f"{what} must be None, a bool or a callable taking the arguments")
     return value
