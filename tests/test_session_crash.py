@@ -61,3 +61,39 @@ def test_a_writer_killed_at_a_random_point_is_repaired_into_a_sound_log(kind: st
             assert await store.events(session) == events
 
     anyio.run(check)
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_a_resumer_killed_in_the_approved_body_is_repaired_and_the_step_cannot_be_resumed_twice(kind: str, tmp_path: Path) -> None:
+    """Parked in one process, approved in a second that dies inside the body: repair answers the
+    approved call ABORTED (its body ran) and the calls after it, closes the step, and nothing is
+    parked any more, so the decision can never run the body a second time."""
+    spec = store_spec(kind, tmp_path)
+    session = new_session()
+
+    def child(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tests.session_resume_child", kind, spec, session, mode],
+            cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+
+    parked = child("park")
+    assert parked.returncode == 0, parked.stderr
+    killed = child("resume")
+    assert killed.returncode == -9, killed.stderr
+
+    async def check() -> None:
+        from tether_clr import ApprovalResult, ToolRegistry
+
+        with open_store(kind, spec) as store:
+            await _repair_once_the_lease_runs_out(store, session)
+            events = await store.events(session)
+            assert log_violations(events) == []
+            results = [(e.call_id, e.payload.get("code")) for e in events if e.kind == "tool/result"]
+            assert results == [("call_0", None), ("call_1", "ABORTED"), ("call_2", "ABORTED")]
+            decisions = [e.payload["decision"] for e in events if e.kind == "approval/decided"]
+            assert decisions == ["deferred", "approved"]
+            with pytest.raises(ValueError, match="no suspended step"):
+                await ToolRegistry().resume(store, session, {"call_1": ApprovalResult.APPROVED})
+
+    anyio.run(check)
