@@ -199,8 +199,8 @@ async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, f
         return [(f"pipeline stages: not available ({type(exc).__name__}: {exc})", float("nan"))]
 
 
-def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, top: int) -> str:
-    """cProfile ``iterations`` invocations; own and cumulative time per tool call, top functions by own time."""
+def _profiled(fn: Callable[[], Awaitable[object]], iterations: int) -> pstats.Stats:
+    """``iterations`` awaits of ``fn`` in one ``asyncio.run``, under cProfile."""
 
     async def loop() -> None:
         for _ in range(iterations):
@@ -210,7 +210,12 @@ def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, to
     profiler.enable()
     asyncio.run(loop())
     profiler.disable()
-    stats = pstats.Stats(profiler)
+    return pstats.Stats(profiler)
+
+
+def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, top: int) -> str:
+    """cProfile ``iterations`` invocations; own and cumulative time per tool call, top functions by own time."""
+    stats = _profiled(fn, iterations)
     total_calls = iterations * calls
     rows = []
     for (filename, line, name), (_cc, ncalls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
@@ -246,16 +251,7 @@ def _stages() -> list[tuple[str, Callable[..., Any]]]:
 
 def stage_shares(fn: Callable[[], Awaitable[object]], iterations: int, calls: int) -> str:
     """cProfile one path and attribute its time to the pipeline's stages (cumulative time, per tool call)."""
-
-    async def loop() -> None:
-        for _ in range(iterations):
-            await fn()
-
-    profiler = cProfile.Profile()
-    profiler.enable()
-    asyncio.run(loop())
-    profiler.disable()
-    stats: Any = pstats.Stats(profiler).stats
+    stats: Any = _profiled(fn, iterations).stats  # type: ignore[attr-defined]
     per_call = 1e6 / (iterations * calls)
     total = sum(tottime for (_cc, _n, tottime, _cum, _callers) in stats.values()) * per_call
 
