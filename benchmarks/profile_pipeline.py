@@ -10,7 +10,10 @@ Three views of the same path as ``benchmarks/peers.py`` (the ``echo`` tool, raw
    primitives, JSON passes, the two validations, the records), in microseconds,
    and of the pipeline's own stages called one by one where their (private)
    entry points still exist;
-3. cProfile of both paths: the functions with the most own time, per tool call.
+3. the one checkpoint per batch, ablated (timed with and without it, interleaved);
+4. the share of each pipeline stage (cProfile cumulative time of the stage's
+   frame, per tool call) for a one-call batch and per call in 100-call batches;
+5. cProfile of both paths: the functions with the most own time, per tool call.
    cProfile's own overhead inflates deep call chains; read its numbers as shares.
 
 ``--pyinstrument`` adds a statistical call tree of the one-call path (the
@@ -196,8 +199,8 @@ async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, f
         return [(f"pipeline stages: not available ({type(exc).__name__}: {exc})", float("nan"))]
 
 
-def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, top: int) -> str:
-    """cProfile ``iterations`` invocations; own and cumulative time per tool call, top functions by own time."""
+def _profiled(fn: Callable[[], Awaitable[object]], iterations: int) -> pstats.Stats:
+    """``iterations`` awaits of ``fn`` in one ``asyncio.run``, under cProfile."""
 
     async def loop() -> None:
         for _ in range(iterations):
@@ -207,7 +210,12 @@ def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, to
     profiler.enable()
     asyncio.run(loop())
     profiler.disable()
-    stats = pstats.Stats(profiler)
+    return pstats.Stats(profiler)
+
+
+def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, top: int) -> str:
+    """cProfile ``iterations`` invocations; own and cumulative time per tool call, top functions by own time."""
+    stats = _profiled(fn, iterations)
     total_calls = iterations * calls
     rows = []
     for (filename, line, name), (_cc, ncalls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
@@ -220,6 +228,70 @@ def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, to
     total = sum(r[0] for r in rows) / total_calls * 1e6
     out.write(f"\nprofiled total: {total:.1f} µs per tool call (with cProfile's overhead)\n")
     return out.getvalue()
+
+
+def _stages() -> list[tuple[str, Callable[..., Any]]]:
+    """(label, function): the frames whose cumulative time is a stage; an indented label nests in the one above."""
+    from tether_clr.batch import BatchRun
+    from tether_clr.pipeline import CallPipeline
+
+    return [
+        ("batch set-up: `BatchRun.__init__` (checks, listener snapshot, `CallPipeline`, cancellation source, batch id)", BatchRun.__init__),
+        ("grouping: `BatchRun._groups` (classification; a safe group's classifier parses the arguments here)", BatchRun._groups),
+        ("admission: `BatchRun._declare` (strict parse, canonical text, resolve, schema check, `ToolExecution`)", BatchRun._declare),
+        ("authorization: `BatchRun._authorize` (pre-execute waterfall, guards, approval)", BatchRun._authorize),
+        ("re-authorization: `CallPipeline.reauthorize`", CallPipeline.reauthorize),
+        ("body path: `CallPipeline.execute` (execute waterfall, cancel scope if any, pydantic binding, the call, JSON-checked outcome)",
+         CallPipeline.execute),
+        ("delivery: `BatchRun._deliver_in_order` (post-execute, invariant policy, result listeners)", BatchRun._deliver_in_order),
+        ("  of which the invariant result policy: `CallPipeline.enforce_policies`", CallPipeline.enforce_policies),
+        ("the checkpoint's coroutine: `anyio.lowlevel.checkpoint` (its loop iteration is in the last row)", anyio.lowlevel.checkpoint),
+    ]
+
+
+def stage_shares(fn: Callable[[], Awaitable[object]], iterations: int, calls: int) -> str:
+    """cProfile one path and attribute its time to the pipeline's stages (cumulative time, per tool call)."""
+    stats: Any = _profiled(fn, iterations).stats  # type: ignore[attr-defined]
+    per_call = 1e6 / (iterations * calls)
+    total = sum(tottime for (_cc, _n, tottime, _cum, _callers) in stats.values()) * per_call
+
+    def cum(function: Callable[..., Any]) -> float:
+        code = function.__code__
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+        return stats[key][3] * per_call if key in stats else 0.0
+
+    rows = [(label, cum(function)) for label, function in _stages()]
+    top_level = sum(us for label, us in rows if not label.startswith("  "))
+    rows.append(("everything else: `_run_group`/`_dispatch`/slots, outcome records' checks, worker and deliverer tasks, "
+                 "the event loop (the checkpoint's iteration, task steps), the harness", total - top_level))
+    out = io.StringIO()
+    out.write("| stage | µs per tool call (cProfile) | share |\n|---|---|---|\n")
+    for label, us in rows:
+        out.write(f"| {label} | {us:.2f} | {us / total * 100:.0f}% |\n")
+    out.write(f"| total (with cProfile's overhead) | {total:.2f} | 100% |\n")
+    return out.getvalue()
+
+
+async def checkpoint_ablation(n: int) -> tuple[float, float]:
+    """One-call batch with and without its one checkpoint (monkeypatched away here, for measuring only), interleaved."""
+    import tether_clr.batch as batch_module
+
+    tool = PythonFunction.from_callable(echo)
+    one = batch_runner(tether_registry(tool, 0), 1)
+    real = batch_module.anyio.lowlevel.checkpoint
+
+    async def none() -> None:
+        return None
+
+    with_us, without_us = float("inf"), float("inf")
+    for _ in range(5):
+        with_us = min(with_us, await per_call_us(one, n, 1))
+        batch_module.anyio.lowlevel.checkpoint = none  # type: ignore[assignment]
+        try:
+            without_us = min(without_us, await per_call_us(one, n, 1))
+        finally:
+            batch_module.anyio.lowlevel.checkpoint = real  # type: ignore[assignment]
+    return with_us, without_us
 
 
 def pyinstrument_tree(fn: Callable[[], Awaitable[object]], iterations: int) -> str:
@@ -239,8 +311,73 @@ def pyinstrument_tree(fn: Callable[[], Awaitable[object]], iterations: int) -> s
     return str(profiler.output_text(unicode=False, color=False, show_all=False))
 
 
+async def clr_stages(function: Any, rounds: int) -> str:
+    """What ``execute_batch`` adds around a .NET call against what it adds around a Python one.
+
+    The same rows on both tools, interleaved, best of ``rounds``, on the wall clock and
+    on the event loop's thread CPU clock (``time.thread_time``: pythonnet crossings and
+    any .NET code the loop's thread runs count, the thread pool's work does not).
+    """
+    from tether_clr.batch import BatchRun
+    from tether_clr.pipeline import CallPipeline
+    from tether_clr.registry import classify_reading
+
+    token = CancellationToken.none()
+    python_tool = PythonFunction.from_callable(echo)
+
+    def rows_for(tool: Any, name: str) -> dict[str, Callable[[], Awaitable[object]]]:
+        registry = tether_registry(tool, 0)
+        view = registry.seal()
+        call = ToolCall("c0", name, RAW)
+        pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
+        _, execution, entry, _ = pipeline.begin(call, token)
+        assert entry is not None
+
+        async def body() -> object:
+            return await tool.invoke({"text": "hi"}, token)
+
+        async def execute() -> object:
+            return await pipeline.execute(execution, entry, False)
+
+        return {
+            "the body alone (`tool.invoke`)": body,
+            "stage: `classify_reading` (grouping)": sync(lambda: classify_reading(call, view)),
+            "stage: `BatchRun(...)` set-up": sync(lambda: BatchRun(registry, [call], view, 4, None, None)._source.close()),
+            "stage: `begin` (admission)": sync(lambda: pipeline.begin(call, token)),
+            "stage: `execute`, inline (no cancel scope), body included": execute,
+            "one-call `execute_batch`": batch_runner(registry, 1, name=name),
+        }
+
+    tools = {"Python": rows_for(python_tool, "echo"), ".NET": rows_for(function, "Echo")}
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for _ in range(rounds):
+        for kind, rows in tools.items():
+            for label, fn in rows.items():
+                n = 400 if kind == ".NET" else 4000
+                await fn()
+                wall, cpu = time.perf_counter(), time.thread_time()
+                for _ in range(n):
+                    await fn()
+                sample = ((time.perf_counter() - wall) / n * 1e6, (time.thread_time() - cpu) / n * 1e6)
+                old = best.get((kind, label), (float("inf"), float("inf")))
+                best[kind, label] = (min(old[0], sample[0]), min(old[1], sample[1]))
+    out = io.StringIO()
+    out.write("| row | Python wall µs | Python loop-thread CPU µs | .NET wall µs | .NET loop-thread CPU µs |\n|---|---|---|---|---|\n")
+    for label in tools["Python"]:
+        (pw, pc), (dw, dc) = best["Python", label], best[".NET", label]
+        out.write(f"| {label} | {pw:.1f} | {pc:.1f} | {dw:.1f} | {dc:.1f} |\n")
+    body, batch = "the body alone (`tool.invoke`)", "one-call `execute_batch`"
+    for clock, index in (("wall", 0), ("loop-thread CPU", 1)):
+        python_added = best["Python", batch][index] - best["Python", body][index]
+        dotnet_added = best[".NET", batch][index] - best[".NET", body][index]
+        out.write(f"\n`execute_batch` added ({clock}): {dotnet_added:.1f} µs to the .NET call, {python_added:.1f} µs to the Python one: "
+                  f"{dotnet_added / python_added:.2f}x")
+    return out.getvalue() + "\n"
+
+
 def clr_profile(iterations: int, top: int) -> str:
-    """cProfile of ``ClrFunction.invoke`` on the .NET echo peers.py measures (a real AIFunction when MEAI is available)."""
+    """``execute_batch`` around the .NET echo against around the Python one, then cProfile of ``ClrFunction.invoke``
+    and of a one-call batch of it (a real AIFunction when MEAI is available)."""
     from peers import Suite, _clr_echo
 
     from tether_clr.clr import load_runtime
@@ -252,7 +389,11 @@ def clr_profile(iterations: int, top: int) -> str:
     async def invoke() -> object:
         return await function.invoke({"text": "hi"}, token)
 
-    return f"## cProfile: `ClrFunction.invoke` on {runtime.description}, {kind}\n\n" + profile(invoke, iterations, 1, top)
+    head = f"## .NET: {runtime.description}, {kind}\n\n### The batch around a .NET call and around a Python call (best of 7, interleaved)\n\n"
+    return (head + asyncio.run(clr_stages(function, 7))
+            + "\n### cProfile: `ClrFunction.invoke`\n\n" + profile(invoke, iterations, 1, top)
+            + "\n### cProfile: one-call batches of the .NET echo\n\n"
+            + profile(batch_runner(tether_registry(function, 0), 1, name="Echo"), iterations, 1, top))
 
 
 async def end_to_end(n: int) -> tuple[float, float]:
@@ -277,7 +418,14 @@ def main() -> None:
     for label, us in asyncio.run(building_blocks(n)):
         print(f"| {label} | {us:.2f} |")
     tool = PythonFunction.from_callable(echo)
-    print("\n## cProfile: one-call batches\n")
+    with_us, without_us = asyncio.run(checkpoint_ablation(n))
+    print(f"\n## The batch's one checkpoint, ablated (interleaved, best of 5)\n\none-call batch {with_us:.1f} µs with it, "
+          f"{without_us:.1f} µs without: {with_us - without_us:.1f} µs ({(with_us - without_us) / with_us * 100:.0f}%)\n")
+    for title, size, safe in (("one-call batches", 1, False), ("100-call batches (EXCLUSIVE)", 100, False),
+                              ("100-call batches (concurrency-safe group)", 100, True)):
+        print(f"## Stage shares: {title}\n")
+        print(stage_shares(batch_runner(tether_registry(tool, 0, concurrency_safe=safe), size), max(1, args.calls // size), size))
+    print("## cProfile: one-call batches\n")
     print(profile(batch_runner(tether_registry(tool, 0), 1), args.calls, 1, args.top))
     print("## cProfile: 100-call batches (EXCLUSIVE)\n")
     print(profile(batch_runner(tether_registry(tool, 0), 100), max(1, args.calls // 100), 100, args.top))
