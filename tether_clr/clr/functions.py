@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ..cancellation import CancellationToken
 from ..schema import canonical_json
+from ..tools import ConstantPredicate
 from .bridge import bridge, clr_add_reference
 from .runtime import ClrUnavailableError
 from .tasks import call_dotnet_json
@@ -55,7 +56,9 @@ class ClrFunction:
         self._name = str(handle.Name)
         self._description = str(handle.Description or "")
         self._schema_json = str(handle.JsonSchema)
-        self._concurrency_safe = bool(handle.IsConcurrencySafe)
+        # From ``[ConcurrencySafe]`` (by name, any namespace) or ``wrap_aifunction(..., is_concurrency_safe=True)``:
+        # one answer for every call, so the classifier never parses a call's arguments to ask it.
+        self.is_concurrency_safe = ConstantPredicate(bool(handle.IsConcurrencySafe))
         self.requires_approval: bool | None = True if kind == "aifunction" and bool(handle.RequiresApproval) else None
         # The bridge's PendingCall runs each call; the handle itself says which failures mean
         # "bad arguments" (the bridge's own binder for a wrapped method; for an AIFunction also
@@ -79,10 +82,6 @@ class ClrFunction:
     def clr_object(self) -> Any:
         """The wrapped ``MethodInfo`` or ``AIFunction``."""
         return self._handle.Method if self.kind == "method" else self._handle.Function
-
-    def is_concurrency_safe(self, arguments: Any) -> bool:
-        """From ``[ConcurrencySafe]`` (by name, any namespace) or ``wrap_aifunction(..., is_concurrency_safe=True)``."""
-        return self._concurrency_safe
 
     async def invoke(self, arguments: dict[str, Any], cancellation: CancellationToken) -> Any:
         return await call_dotnet_json(self._calls, self._handle, canonical_json(arguments), cancellation)
