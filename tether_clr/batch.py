@@ -133,6 +133,7 @@ class _Slot:
     parsed: ParsedArguments | None = None  # the arguments as classifying read them, unseen by anyone
     audited: bool = False
     parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
+    queued: int = -1  # its place among the parallel group's admitted calls, in model order
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
@@ -190,7 +191,10 @@ class _Pool:
     in model order for the workers. One worker admits at a time (``admitting``).
     """
 
-    __slots__ = ("declared", "capacity", "next", "in_use", "waiting", "queue", "admitting", "flushed", "done", "_idle")
+    __slots__ = (
+        "declared", "capacity", "next", "in_use", "waiting", "queue", "admitting", "flushed", "done", "_idle",
+        "_queued", "_started", "_passed", "_turns",
+    )
 
     def __init__(self, declared: list[tuple[_Slot, tuple[_ToolEntry | None, ToolExecutionOutcome | None]]], capacity: int) -> None:
         self.declared = declared
@@ -203,6 +207,36 @@ class _Pool:
         self.flushed = False  # the sink was flushed before the group's first body
         self.done = False  # admission is over: nothing more will be queued
         self._idle: anyio.Event | None = None
+        self._queued = 0  # admitted calls so far
+        self._started = 0  # admitted calls, from the first, whose body started or that will not run
+        self._passed: set[int] = set()  # later ones that are past that point already (refused, cancelled)
+        self._turns: dict[int, anyio.Event] = {}
+
+    def enqueue(self, admitted: _Admitted) -> None:
+        admitted[0].queued = self._queued
+        self._queued += 1
+        self.queue.append(admitted)
+
+    async def turn(self, slot: _Slot) -> None:
+        """Until every call admitted before ``slot`` started its body or will not run: bodies start in
+        model order even when re-authorization (an asynchronous authority) answers out of order."""
+        while slot.queued != self._started:
+            event = self._turns.get(slot.queued)
+            if event is None:
+                event = self._turns[slot.queued] = anyio.Event()
+            await event.wait()
+
+    def passed(self, slot: _Slot) -> None:
+        """``slot`` started its body, or will not run: the next admitted call may start (idempotent)."""
+        if slot.queued < self._started:
+            return
+        self._passed.add(slot.queued)
+        while self._started in self._passed:
+            self._passed.discard(self._started)
+            self._started += 1
+        event = self._turns.pop(self._started, None)
+        if event is not None:
+            event.set()
 
     @property
     def can_admit(self) -> bool:
@@ -496,7 +530,10 @@ class BatchRun:
         while True:
             if queue:
                 slot, execution, entry = queue.popleft()
-                await self._dispatch(slot, execution, entry, worker=worker)
+                try:
+                    await self._dispatch(slot, execution, entry, worker=worker, pool=pool)
+                finally:
+                    pool.passed(slot)  # idempotent: a body that started passed already
                 if worker is not None and worker.scope.cancel_called:
                     if worker.running is None:  # the body returned all the same: its slot is free
                         pool.in_use -= 1
@@ -544,7 +581,7 @@ class BatchRun:
                             waiting[0].finish(_not_dispatched(waiting[1], self._token))
                     else:
                         pool.in_use += 1
-                        pool.queue.append(waiting)
+                        pool.enqueue(waiting)
                         pool.wake()  # an idle worker starts it, even while this one goes on admitting
                 if self._fault is not None or self._parked or pool.next >= len(declared):
                     pool.done = True  # a fault, or a parked call, stops admission
@@ -610,9 +647,11 @@ class BatchRun:
         return None
 
     async def _dispatch(
-        self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True, worker: _Worker | None = None
+        self, slot: _Slot, execution: ToolExecution, entry: _ToolEntry, interruptible: bool = True,
+        worker: _Worker | None = None, pool: _Pool | None = None,
     ) -> None:
-        """Re-authorize and run one admitted call; ``worker``: its cancel scope links the body to the token."""
+        """Re-authorize and run one admitted call; ``worker``: its cancel scope links the body to the token;
+        ``pool``: the parallel group's, whose bodies start in model order."""
         if self._token.is_cancelled:
             slot.finish(_not_dispatched(execution, self._token))
             return
@@ -620,6 +659,12 @@ class BatchRun:
         if refusal is not None:
             slot.finish(refusal)
             return
+        if pool is not None:
+            await pool.turn(slot)
+            if self._token.is_cancelled:  # while it waited for an earlier call to start
+                slot.finish(_not_dispatched(execution, self._token))
+                return
+            pool.passed(slot)
         slot.dispatched = True
         if worker is None:
             slot.finish(await self._pipeline.execute(execution, entry, interruptible))
@@ -660,7 +705,6 @@ class BatchRun:
                     self._committing = True
                     behind.start_soon(self._flush_behind)
                 await slot.wait()
-            slot.take_up()
             if slot.parked is not None:  # the step is suspended here: nothing after it is delivered
                 return
             execution, outcome = slot.execution, slot.outcome
@@ -680,6 +724,9 @@ class BatchRun:
                 except Exception as exc:
                     self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
                     return
+            # Taken up only now: the worker that ran this body admits again only after the result
+            # policies (even awaiting ones) let the outcome through and the sink recorded it.
+            slot.take_up()
             self._delivered.append(outcome)
             await self._pipeline.notify(execution, outcome)
 

@@ -27,6 +27,7 @@ from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
 from .schema import InvalidArgumentsJson, ParsedArguments, canonical_json, read_arguments
+from .isolation import foreign_cancellation, in_own_context
 from .suspension import PendingApproval, call_fingerprint
 from .text import describe_exception, exception_text, safe_repr
 
@@ -88,6 +89,17 @@ def _requires_approval(entry: _ToolEntry, execution: ToolExecution) -> bool:
             logger.warning("approval predicate of %r raised; approval is required", execution.name, exc_info=True)
             return True
     return False
+
+
+def _reraise_unless_contained(exc: BaseException) -> None:
+    """Let through what the pipeline must not contain (a real cancellation, KeyboardInterrupt...).
+
+    Contained, as a failure outcome: any ``Exception``, and a ``CancelledError``
+    nothing asked for (:func:`~tether_clr.isolation.foreign_cancellation`).
+    """
+    if isinstance(exc, Exception) or foreign_cancellation(exc):
+        return
+    raise exc
 
 
 class _Uninterruptible:
@@ -229,7 +241,8 @@ class CallPipeline:
         """
         try:
             decision = await self._pre_execute(execution)
-        except Exception as exc:
+        except BaseException as exc:
+            _reraise_unless_contained(exc)
             return _fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
         if decision.is_deny:
             return _fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
@@ -269,7 +282,8 @@ class CallPipeline:
         with cancel_scope_for(token):
             try:
                 result = await request(execution, reason)
-            except Exception as exc:
+            except BaseException as exc:
+                _reraise_unless_contained(exc)
                 logger.warning("approval provider raised for %r", execution.call_id, exc_info=True)
                 return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
         if token.is_cancelled:
@@ -364,7 +378,8 @@ class CallPipeline:
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
                 return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible)
-            except Exception as exc:
+            except BaseException as exc:
+                _reraise_unless_contained(exc)
                 return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
         async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
@@ -385,7 +400,8 @@ class CallPipeline:
 
         try:
             return await step(0, ToolDispatch(execution, execution.cancellation))
-        except Exception as exc:
+        except BaseException as exc:
+            _reraise_unless_contained(exc)
             return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
     async def _run_body(self, dispatch: ToolDispatch, entry: _ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
@@ -395,7 +411,8 @@ class CallPipeline:
         linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
         with linked as scope:
             try:
-                value = await entry.tool.invoke(execution.arguments, dispatch.cancellation)
+                # In a copy of the context: what the body sets there is seen by nothing else.
+                value = await in_own_context(entry.tool.invoke(execution.arguments, dispatch.cancellation))
             except ToolArgumentError as exc:
                 outcome = _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
             except OperationCancelledError as exc:
@@ -404,6 +421,9 @@ class CallPipeline:
                 outcome = _fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
             except Exception as exc:
                 outcome = _fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
+            except BaseException as exc:  # a CancelledError nothing asked for: the tool's own failure
+                _reraise_unless_contained(exc)
+                outcome = _fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
             else:
                 try:
                     outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, value)
@@ -423,7 +443,8 @@ class CallPipeline:
 
         try:
             decision = await _post_step(chain, 0, execution, outcome)
-        except Exception as exc:
+        except BaseException as exc:
+            _reraise_unless_contained(exc)
             return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}")
         if decision.is_accept:
             return outcome
@@ -457,6 +478,7 @@ class CallPipeline:
         for listener in self._chain("result_listener", execution.scope):
             try:
                 await maybe_await(listener(outcome))
-            except Exception:
+            except BaseException as exc:
+                _reraise_unless_contained(exc)
                 logger.exception("result listener raised for call %r; ignored", outcome.call_id)
 

@@ -1,7 +1,7 @@
-"""Review of the worker pool (issue 9): failing tests for the defects found.
-
-Each test is named for the rule it checks; see /work/notes/review-9.md for the
-evidence and the suggested fixes. They fail on the reviewed code (review9 branch).
+"""The scheduler keeps tool bodies apart and in order: a context variable a body sets is seen by
+nothing else, an awaiting result policy still stops the batch before that slot admits again,
+bodies start in model order whatever order re-authorization answers in, and a CancelledError
+nobody asked for is the tool's own failure, never a lost batch.
 """
 
 from __future__ import annotations
@@ -26,14 +26,13 @@ pytestmark = pytest.mark.anyio
 
 DEADLOCK_GUARD = 10  # seconds; only turns a scheduling bug into a failure instead of a hang
 
-_TOOL_STATE: contextvars.ContextVar[str | None] = contextvars.ContextVar("review9_tool_state", default=None)
+_TOOL_STATE: contextvars.ContextVar[str | None] = contextvars.ContextVar("isolation_tool_state", default=None)
 
 
-# ------------------------------------------------------------------ context isolation (regression)
+# ------------------------------------------------------------------ context isolation
 async def test_a_tool_body_that_sets_a_context_variable_changes_nothing_the_next_body_sees() -> None:
-    """Before the worker pool each body ran in its own task (its own copy of the context); now a
-    worker runs several bodies in one task, so what one tool sets in a ContextVar is seen by the
-    next tool that worker runs (tracing spans, log bindings, tenant context leak between calls)."""
+    """A worker runs several bodies in one task: each body runs in its own copy of the context, so
+    what one tool sets in a ContextVar (a tracing span, a log binding) never reaches the next."""
     registry = ToolRegistry()
     seen: list[tuple[str, str | None]] = []
 
@@ -52,8 +51,8 @@ async def test_a_tool_body_that_sets_a_context_variable_changes_nothing_the_next
 
 async def test_a_tool_body_cannot_influence_the_guards_of_a_later_call_through_its_context() -> None:
     """Deterministic code decides whether a call runs: a guard (or pre-execute listener, or approval
-    provider) of a later call must not see state a tool body put into its context. Admission now
-    runs in the worker task that just ran a body, so it does."""
+    provider) of a later call never sees state a tool body put into its context, although
+    admission runs in the worker task that just ran a body."""
     registry = ToolRegistry()
     seen_by_guard: list[tuple[str, str | None]] = []
 
@@ -75,13 +74,11 @@ async def test_a_tool_body_cannot_influence_the_guards_of_a_later_call_through_i
     assert codes(outcomes) == [None, None, None]
 
 
-# ------------------------------------------------------------------ the delivery's say (documented promise)
+# ------------------------------------------------------------------ the delivery's say
 async def test_a_result_policy_that_awaits_still_stops_the_batch_before_that_slot_admits_anything_new() -> None:
-    """batch.py: "The slot of the outcome it is waiting for is given back only once it took that
-    outcome up, so a policy that stops the batch stops it before that slot admits anything new."
-    The slot is given back when the delivery *resumes* (take_up runs before review, audit and the
-    policies), so a policy (or post-execute listener, or audit listener) that awaits lets the worker
-    admit and start the next bodies before it raises: with max_parallelism=1 the whole group runs."""
+    """The slot of the outcome the delivery is at is given back only after the post-execute
+    listeners, the audit and the result policies let it through and the sink recorded it, so a
+    policy that awaits before it raises still stops the batch before that slot admits again."""
     registry = ToolRegistry()
     ran: list[str] = []
 
@@ -105,11 +102,11 @@ async def test_a_result_policy_that_awaits_still_stops_the_batch_before_that_slo
     assert ran == ["0"]
 
 
-# ------------------------------------------------------------------ pre-existing (not introduced by the pool)
+# ------------------------------------------------------------------ start order, stray cancellations
 async def test_parallel_bodies_start_in_model_order_with_an_asynchronous_scope_authority() -> None:
-    """README: bodies "started in model order". Re-authorization awaits an asynchronous authority
-    before each body, in whichever worker popped the call, so a quicker answer for a later call
-    starts its body first. (Pre-existing: the bounded pool's per-call tasks did the same.)"""
+    """Bodies start in model order: re-authorization awaits an asynchronous authority before each
+    body, in whichever worker popped the call, and a quicker answer for a later call still waits
+    for the earlier calls to start."""
     registry = ToolRegistry()
     started: list[str] = []
 
@@ -137,10 +134,8 @@ async def test_parallel_bodies_start_in_model_order_with_an_asynchronous_scope_a
 
 async def test_a_tool_that_raises_cancelled_error_of_its_own_still_gets_an_outcome_for_every_call(anyio_backend: str) -> None:
     """asyncio only (trio's Cancelled cannot be raised by a tool): a tool that awaits a future
-    someone else cancelled raises CancelledError without the batch being cancelled. It escapes the
-    pipeline's ``except Exception``, ends the worker task, the task group treats it as its own
-    cancellation, and execute_batch *returns an empty list* for three declared calls: every outcome
-    is lost, silently. (Pre-existing: the bounded pool's per-call task did the same.)"""
+    someone else cancelled raises CancelledError without the batch being cancelled; that is the
+    tool's failure (TOOL_ERROR), and every declared call still gets its outcome."""
     if anyio_backend != "asyncio":
         pytest.skip("only asyncio lets a tool raise the cancellation exception on its own")
     registry = ToolRegistry()
@@ -157,3 +152,37 @@ async def test_a_tool_that_raises_cancelled_error_of_its_own_still_gets_an_outco
     with anyio.fail_after(DEADLOCK_GUARD):
         outcomes = await registry.execute_batch(calls, registry.seal(), max_parallelism=2)
     assert [o.call_id for o in outcomes] == ["c0", "c1", "c2"]
+    assert codes(outcomes) == ["TOOL_ERROR", None, None] and "without being cancelled" in outcomes[0].failure.message  # type: ignore[union-attr]
+
+
+async def test_a_cancelled_error_the_batch_asked_for_still_cancels(anyio_backend: str) -> None:
+    """The containment of a stray CancelledError never swallows a real one: a caller's cancellation
+    while a body runs still ends that call ABORTED (and the host's own cancel scope still works)."""
+    from tether_clr import CancellationSource
+
+    registry = ToolRegistry()
+    started = anyio.Event()
+
+    async def body(tag: str) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return tag
+
+    add(registry, body, parallel=True)
+    source = CancellationSource()
+    calls = [call(f"c{i}", "body", {"tag": str(i)}) for i in range(2)]
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await registry.execute_batch(calls, registry.seal(), max_parallelism=2, cancellation=source.token))
+
+    with anyio.fail_after(DEADLOCK_GUARD):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            source.cancel("stop")
+    assert codes(results[0]) == ["ABORTED", "ABORTED"]
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await registry.execute_batch(calls, registry.seal(), max_parallelism=2)
+    assert scope.cancelled_caught
