@@ -17,8 +17,9 @@ EXCLUSIVE call (a barrier). A group of one runs every stage inline. In a larger 
 * one task walks the calls in model order again, waits for each body, runs the
   post-execute waterfall and the result policies, and only then hands the
   outcome to the sink and the result listeners. The slot of the outcome it is
-  waiting for is given back only once it took that outcome up, so a policy that
-  stops the batch stops it before that slot admits anything new.
+  at is given back only once the result policies let that outcome through and
+  the sink recorded it, so a policy that stops the batch stops it before that
+  slot admits anything new.
 
 So bodies overlap, while every stage that decides or records runs in model
 order. A group finishes completely before the next one starts.
@@ -41,9 +42,8 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -341,7 +341,8 @@ class BatchRun:
         self._source = CancellationSource(*([cancellation] if cancellation is not None else []))
         self._caller_can_cancel = cancellation is not None and cancellation.can_be_cancelled
         self._fault: BatchAbortedError | None = None
-        self._delivered: list[ToolExecutionOutcome] = []
+        # What the step delivered so far: a resumed step's earlier outcomes first.
+        self._delivered: list[ToolExecutionOutcome] = [] if resume is None else list(resume.prior)
         self._deliver_scope: anyio.CancelScope | None = None
         self._delivering: _Slot | None = None  # the slot the deliverer is at, in a parallel group
         # Audit machinery only when someone listens: otherwise no clocks, no records.
@@ -401,10 +402,9 @@ class BatchRun:
                 with anyio.CancelScope(shield=True):
                     await hooks.batch_finished()
                 hooks = None
-            delivered = self._delivered if self._resume is None else [*self._resume.prior, *self._delivered]
             if self._parked:
-                return BatchSuspended(tuple(delivered), tuple(self._parked))
-            return list(delivered)
+                return BatchSuspended(tuple(self._delivered), tuple(self._parked))
+            return list(self._delivered)
         finally:
             self._source.close()
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
@@ -460,8 +460,7 @@ class BatchRun:
 
     def _abort(self, fault: BatchAbortedError) -> None:
         if self._fault is None:
-            prior = () if self._resume is None else self._resume.prior
-            fault.delivered = (*prior, *self._delivered)
+            fault.delivered = tuple(self._delivered)
             self._fault = fault
         self._source.cancel(f"batch aborted: {fault}")
         if self._deliver_scope is not None:

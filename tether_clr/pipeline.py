@@ -26,8 +26,8 @@ from .decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
 from .errors import ResultPolicyError, ToolArgumentError, ToolError
 from .outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from .outcomes import ToolFailureCodes as Codes
-from .schema import InvalidArgumentsJson, ParsedArguments, canonical_json, read_arguments
 from .isolation import foreign_cancellation, in_own_context
+from .schema import InvalidArgumentsJson, ParsedArguments, canonical_json, read_arguments
 from .suspension import PendingApproval, call_fingerprint
 from .text import describe_exception, exception_text, safe_repr
 

@@ -700,7 +700,7 @@ class ToolRegistry:
 
         Outcomes come back in the model's order. Refusals and failures are
         outcomes. When the approval provider answers ``DEFERRED`` (and the sink
-        records approvals, as a session store's does), the call is parked and a
+        can hold a parked call, as a session store's can), the call is parked and a
         :class:`~tether_clr.BatchSuspended` comes back instead of the list: see
         :meth:`resume`. Only infrastructure faults raise:
         :class:`~tether_clr.errors.ResultPolicyError` and

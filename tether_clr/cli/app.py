@@ -230,7 +230,7 @@ def approve(session_id: str, call_id: str, approved: bool | None, db: str, appro
         if call_id not in parked:
             raise click.UsageError(f"call {call_id!r} is not parked in session {session_id!r} (parked: {', '.join(map(str, parked))})")
         settings, script_turn = _recorded_settings(events, step.turn, session_id)
-        script = _recorded_script(settings, script_turn, step.step, [step.proposal(i) for i in range(len(step.proposed))])
+        script = _recorded_script(settings, script_turn, step.step, step.proposed)
         with _cwd_importable(settings.cwd):
             registry, _ = _registry(settings.tools, settings.assemblies)
         mode = approve_mode or settings.approve
@@ -256,7 +256,7 @@ def _recorded_settings(events: list[SessionEvent], turn: int, session_id: str) -
     )
 
 
-def _recorded_script(settings: RunSettings, script_turn: int, step: int, proposal: list[dict[str, Any] | None]) -> Script:
+def _recorded_script(settings: RunSettings, script_turn: int, step: int, proposal: list[dict[str, Any]]) -> Script:
     """The run's script, checked against the log: the suspended step must be the script's step, call for call."""
     try:
         script = load_script(settings.script)
@@ -266,9 +266,8 @@ def _recorded_script(settings: RunSettings, script_turn: int, step: int, proposa
         calls = script.turns[script_turn].steps[step - 1]
     except IndexError:
         calls = ()
-    recorded = [(c or {}).get("call_id") for c in proposal], [(c or {}).get("name") for c in proposal], [(c or {}).get("arguments") for c in proposal]
-    scripted = [c.call_id for c in calls], [c.name for c in calls], [c.arguments for c in calls]
-    if recorded != scripted:
+    recorded = [(c.get("call_id"), c.get("name"), c.get("arguments")) for c in proposal]
+    if recorded != [(c.call_id, c.name, c.arguments) for c in calls]:
         raise click.UsageError(f"the script {settings.script!r} changed since the run: its step no longer matches the log")
     return script
 

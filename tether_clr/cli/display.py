@@ -139,6 +139,13 @@ class StepView:
             row.status = str(getattr(result, "value", result))
             self._refresh()
 
+    def recorded(self, outcomes: Sequence[ToolExecutionOutcome]) -> None:
+        """Show outcomes recorded earlier (a resumed step's, from before it was suspended) on rows not yet shown."""
+        for outcome in outcomes:
+            row = self._row(outcome.call_id)
+            if row is not None and row.status in ("proposed", "declared"):
+                self.finished(outcome)
+
     def finished(self, outcome: ToolExecutionOutcome) -> None:
         row = self._row(outcome.call_id)
         if row is None:

@@ -17,7 +17,7 @@ suspends the run: :attr:`RunResult.suspended` says where, and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -173,12 +173,11 @@ async def continue_script(
     *,
     suspended_at: tuple[int, int, int],
     decisions: Mapping[str, Any],
-    recorded: Sequence[ToolExecutionOutcome | None] = (),
 ) -> RunResult:
     """Resume the suspended step ``(turn, step, script_turn)`` with ``decisions``, then run the rest of the script.
 
-    ``recorded``: the outcomes the step delivered before it was suspended (shown
-    in its table; the resumed batch returns them too).
+    The step's table shows every call: the ones resumed live, and those the step
+    delivered before it was suspended from the outcomes the resumed batch returns first.
     """
     turn, step, script_turn = suspended_at
     context = settings.context
@@ -191,13 +190,11 @@ async def continue_script(
     def display(sink: ToolCallSink) -> ToolCallSink:
         return DisplaySink(sink, view)
 
-    for outcome in recorded:
-        if outcome is not None:
-            view.finished(outcome)
     with view.live():
         outcomes = await registry.resume(
             store, session_id, decisions, catalog, max_parallelism=settings.max_parallelism, wrap_sink=display
         )
+        view.recorded(outcomes.delivered if isinstance(outcomes, BatchSuspended) else outcomes)
     if isinstance(outcomes, BatchSuspended):
         return RunResult(session_id, (turn,), (outcomes.delivered,), Suspension(turn, step, script_turn, outcomes))
     rest = await run_script(

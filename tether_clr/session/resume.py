@@ -21,7 +21,8 @@ the parked call's approval step is answered by the decision (recorded as
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 
 import anyio
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ from ..sink_protocol import ToolCallSink
 from ..suspension import BatchSuspended, call_fingerprint
 from .events import STEP_END, TOOL_CALL, TOOL_RESULT, SessionEvent
 from .steps import StepLog, read_steps
-from .store import SessionSink, SessionStore, SqlSessionStore, _dumps, _Row, result_payload
+from .store import SessionSink, SessionStore, SqlSessionStore, _dumps, _Row, _session, call_payload, result_payload
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
@@ -56,12 +57,6 @@ def _sql_store(store: SessionStore) -> SqlSessionStore:
     if not isinstance(store, SqlSessionStore):
         raise TypeError(f"resuming needs a SqliteSessionStore or PostgresSessionStore, got {type(store).__name__}")
     return store
-
-
-def _session(session_id: object) -> str:
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError(f"session_id must be a non-empty str, got {session_id!r}")
-    return session_id
 
 
 def _suspended_step(session_id: str, events: list[SessionEvent]) -> StepLog:
@@ -190,12 +185,24 @@ def _calls(step: StepLog, first: int) -> list[ToolCall]:
     return calls
 
 
-async def _claim(sql: SqlSessionStore, session_id: str, holder: str) -> list[SessionEvent]:
-    """Take the lease and read the log; shielded, so a cancellation cannot land between a claim
-    that succeeded and the code that releases it (it is delivered at the next checkpoint)."""
+@asynccontextmanager
+async def _claimed(sql: SqlSessionStore, session_id: str) -> AsyncIterator[tuple[str, list[SessionEvent]]]:
+    """The session's lease taken by a new holder and its log read, as ``(holder, events)``.
+
+    The claim is shielded, so a cancellation cannot land between a claim that
+    succeeded and the code that releases it (it is delivered at the next
+    checkpoint, inside the block). If the block raises, the lease is released:
+    a refused resume or cancel writes nothing and leaves the session free.
+    """
+    holder = uuid.uuid4().hex
     with anyio.CancelScope(shield=True):
         events = await sql._run(sql._claim, session_id, holder)
-    return events
+    try:
+        yield holder, events
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await sql._run(sql._release, session_id, holder)
+        raise
 
 
 class SessionResumer:
@@ -213,9 +220,7 @@ class SessionResumer:
         wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None = None,
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         sql, session_id = _sql_store(store), _session(session_id)
-        holder = uuid.uuid4().hex
-        events = await _claim(sql, session_id, holder)
-        try:
+        async with _claimed(sql, session_id) as (holder, events):
             step = _suspended_step(session_id, events)
             first = step.parked[0]
             decided = _decisions(step, decisions, registry.argument_limits)
@@ -234,10 +239,6 @@ class SessionResumer:
                     "included, and its parks_approvals"
                 )
             run = BatchRun(registry, calls, view, max_parallelism, wrapped, cancellation, point)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await sql._run(sql._release, session_id, holder)
-            raise
         try:
             return await run.run()  # its sink releases the lease when the batch returns or raises...
         finally:
@@ -248,9 +249,7 @@ class SessionResumer:
         sql, session_id = _sql_store(store), _session(session_id)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("cancel_suspended needs a non-empty reason")
-        holder = uuid.uuid4().hex
-        events = await _claim(sql, session_id, holder)
-        try:
+        async with _claimed(sql, session_id) as (holder, events):
             step = _suspended_step(session_id, events)
             first = step.parked[0]
             outcomes = list(_delivered(step, first))
@@ -258,10 +257,6 @@ class SessionResumer:
             for position, call in enumerate(_calls(step, first), first):
                 rows.extend(_cancelled(step, position, call, reason, outcomes))
             rows.append(_Row(step.turn, step.step, STEP_END, None, None, _dumps({"calls": len(step.proposed), CANCELLED: True})))
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await sql._run(sql._release, session_id, holder)
-            raise
         with anyio.CancelScope(shield=True):  # one transaction: the step ends and the lease is released
             await sql._run(sql._append, session_id, holder, rows, False, True)
         return outcomes
@@ -271,8 +266,7 @@ def _cancelled(step: StepLog, position: int, call: ToolCall, reason: str, outcom
     """The events that end one unrun call of a cancelled step: its declaration if it had none, and its result."""
     rows: list[_Row] = []
     if position not in step.declared:
-        payload = {"index": position, "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id}
-        rows.append(_Row(step.turn, step.step, TOOL_CALL, call.call_id, position, _dumps(payload)))
+        rows.append(_Row(step.turn, step.step, TOOL_CALL, call.call_id, position, call_payload(position, call)))
     outcome = ToolExecutionOutcome.failed(
         call.call_id, call.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: the suspended step was cancelled: {reason}", CANCELLED
     )

@@ -53,7 +53,7 @@ from .events import (
 )
 from .repair import NewEvent, plan_repair
 
-__all__ = ["SessionSink", "SessionStore", "SqlSessionStore", "result_payload", "schema"]
+__all__ = ["SessionSink", "SessionStore", "SqlSessionStore", "call_payload", "result_payload", "schema"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -274,9 +274,9 @@ class SqlSessionStore(ABC):
         return events
 
     def _release(self, session_id: str, holder: str) -> None:
-        self._held.pop((session_id, holder), None)
+        self._held.pop((session_id, holder), None)  # first: even if the delete fails, the lease runs out
         with self._write() as execute:
-            execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+            _free_lease(execute, session_id, holder)
 
     def _release_quietly(self, session_id: str, holder: str) -> None:
         """Release after a failed final write; if the store cannot even do that, the lease
@@ -340,7 +340,6 @@ class SqlSessionStore(ABC):
             self._commit_rows(session_id, holder, rows, first, release)
         except BaseException:
             if release:  # the writer is done either way: never renew its lease again, and free it if we still can
-                self._held.pop((session_id, holder), None)
                 self._release_quietly(session_id, holder)
             raise
         if release:
@@ -359,7 +358,7 @@ class SqlSessionStore(ABC):
             self._lease(execute, session_id, holder, acquire=first)
             self._insert(execute, session_id, rows)
             if release:
-                execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+                _free_lease(execute, session_id, holder)
 
     def _begin_turn(self, session_id: str, payload: str) -> int:
         holder = uuid.uuid4().hex
@@ -369,7 +368,7 @@ class SqlSessionStore(ABC):
             turn = (last or 0) + 1
             self._refuse_while_suspended(execute, session_id, f"turn {turn}")
             self._insert(execute, session_id, [_Row(turn, None, TURN_START, None, None, payload)])
-            execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+            _free_lease(execute, session_id, holder)
         return turn
 
     def _end_turn(self, session_id: str, turn: int) -> None:
@@ -397,7 +396,7 @@ class SqlSessionStore(ABC):
                     f"turn {turn} of session {session_id!r} has open steps {sorted(started - ended)}: repair the session first"
                 )
             self._insert(execute, session_id, [_Row(turn, None, TURN_END, None, None, "{}")])
-            execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+            _free_lease(execute, session_id, holder)
 
     def _repair(self, session_id: str) -> int:
         holder = uuid.uuid4().hex
@@ -405,7 +404,7 @@ class SqlSessionStore(ABC):
             self._lease(execute, session_id, holder, acquire=True)  # raises, changing nothing, while a writer is live
             plan = plan_repair(self._read(execute, session_id))
             self._insert(execute, session_id, [_new_row(event) for event in plan])
-            execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+            _free_lease(execute, session_id, holder)
         return len(plan)
 
     # ---------------------------------------------------------------- reads
@@ -491,6 +490,11 @@ class _LostLease(Exception):
         super().__init__(f"the writer's lease on session {session_id!r} was taken over (it was presumed dead)")
 
 
+def _free_lease(execute: Execute, session_id: str, holder: str) -> None:
+    """Release ``holder``'s lease on the session inside the current transaction (nothing if it is not the holder)."""
+    execute("DELETE FROM session_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+
+
 def raise_lost_lease(session_id: str, holder: str | None) -> NoReturn:
     """Refuse a write whose writer no longer holds the session's lease (``holder`` holds it now, if anyone)."""
     raise SessionLeasedError(session_id, holder) from _LostLease(session_id)
@@ -525,6 +529,11 @@ def _failure_fields(outcome: ToolExecutionOutcome) -> dict[str, Any]:
     if failure is None:
         return {"ok": True}
     return {"ok": False, "code": str(failure.code), "reason": getattr(failure, "reason", None), "message": failure.message}
+
+
+def call_payload(position: int, call: ToolCall) -> str:
+    """A ``tool/call`` payload as JSON text: position, name, the declared argument text, parent call."""
+    return _dumps({"index": position, "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id})
 
 
 def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
@@ -632,8 +641,7 @@ class SessionSink:
     async def call_declared(self, call: ToolCall) -> None:
         position = self._position(True)
         self._declared.add(position)
-        payload = {"index": position, "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id}
-        self._add(TOOL_CALL, call.call_id, position, _dumps(payload))
+        self._add(TOOL_CALL, call.call_id, position, call_payload(position, call))
         await self._added()
 
     async def approval_asked(self, execution: ToolExecution, reason: str | None) -> None:
