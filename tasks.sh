@@ -179,7 +179,7 @@ meai_dir() {
 cmd="${1:-}"; shift || true
 case "$cmd" in
   setup) setup ;;
-  demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.demo "$@" ;;
+  demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.cli.demo "$@" ;;
   test)  setup; ensure_postgres; run_tests "$@" ;;
   bench) setup test,bench; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
          "$PY" benchmarks/catalog.py --write-readme "$@"

@@ -14,7 +14,12 @@ import anyio
 
 import tether_clr
 from tether_clr import PythonFunction, ToolCall, ToolRegistry
-from tether_clr.clr import build_fixtures, discover_functions, load_assembly, load_runtime
+from tether_clr.clr import (
+    build_fixtures,
+    discover_functions,
+    load_assembly,
+    load_runtime,
+)
 from tether_clr.clr.build import source_root
 
 

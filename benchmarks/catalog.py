@@ -32,8 +32,8 @@ from tether_clr import (  # noqa: E402
     ToolRegistrationOptions,
     ToolRegistry,
 )
-from tether_clr.cancellation import CancellationToken  # noqa: E402
-from tether_clr.pipeline import CallPipeline  # noqa: E402
+from tether_clr.execution.pipeline import CallPipeline  # noqa: E402
+from tether_clr.foundations.cancellation import CancellationToken  # noqa: E402
 
 SIZES = (100, 1_000, 10_000)
 CONTEXT = RequestContext("acme", "alice", scopes=frozenset({"orders:read"}), request_id="bench")

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import machine_line, per_call_us, publish, run_cli, speedup_rows, table  # noqa: E402
 
 from tether_clr import CancellationToken, ToolCall, ToolRegistry  # noqa: E402
-from tether_clr.clr import (  # noqa: E402
+from tether_clr.clr import (
     build_fixtures,
     discover_functions,
     load_assembly,

@@ -269,7 +269,13 @@ def add_tether(suite: Suite) -> None:
 # --------------------------------------------------------------------- .NET
 def _clr_echo(suite: Suite) -> tuple[Any, Invoke, str]:
     """The .NET echo tool and a direct call of it: a real AIFunction when MEAI is available, else the bridge's method."""
-    from tether_clr.clr import compile_library, discover_functions, find_meai_directories, load_assembly, load_meai
+    from tether_clr.clr import (
+        compile_library,
+        discover_functions,
+        find_meai_directories,
+        load_assembly,
+        load_meai,
+    )
 
     folders = find_meai_directories()
     if folders:

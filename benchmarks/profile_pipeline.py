@@ -42,9 +42,17 @@ import anyio  # noqa: E402
 import anyio.lowlevel  # noqa: E402
 from peers import RAW, batch_runner, echo, tether_registry  # noqa: E402
 
-from tether_clr import CancellationSource, CancellationToken, PythonFunction, ToolCall, ToolExecution, ToolExecutionOutcome  # noqa: E402
-from tether_clr.cancellation import cancel_scope_for  # noqa: E402
-from tether_clr.schema import canonical_json, parse_arguments  # noqa: E402
+from tether_clr import (  # noqa: E402
+    CancellationSource,
+    CancellationToken,
+    PythonFunction,
+    ToolCall,
+    ToolExecution,
+    ToolExecutionOutcome,
+)
+from tether_clr.foundations.arguments import parse_arguments  # noqa: E402
+from tether_clr.foundations.cancellation import cancel_scope_for  # noqa: E402
+from tether_clr.foundations.json_values import canonical_json
 
 
 async def per_call_us(fn: Callable[[], Awaitable[object]], iterations: int, rounds: int = 5) -> float:
@@ -160,8 +168,8 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
 async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, float]]:
     """The pipeline's own stages one by one, through their private entry points (skipped if they moved)."""
     try:
-        from tether_clr.batch import BatchRun
-        from tether_clr.pipeline import CallPipeline
+        from tether_clr.execution.batch import BatchRun
+        from tether_clr.execution.pipeline import CallPipeline
     except ImportError as exc:
         return [(f"pipeline stages: not available ({exc})", float("nan"))]
     calls = [ToolCall("c0", "echo", RAW)]
@@ -222,7 +230,7 @@ def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, to
         rows.append((tottime, cumtime, ncalls, f"{Path(filename).parent.name}/{Path(filename).name}:{line}({name})"))
     rows.sort(reverse=True)
     out = io.StringIO()
-    out.write(f"| own µs/call | cum µs/call | calls/call | function |\n|---|---|---|---|\n")
+    out.write("| own µs/call | cum µs/call | calls/call | function |\n|---|---|---|---|\n")
     for tottime, cumtime, ncalls, where in rows[:top]:
         out.write(f"| {tottime / total_calls * 1e6:.2f} | {cumtime / total_calls * 1e6:.2f} | {ncalls / total_calls:.2f} | `{where}` |\n")
     total = sum(r[0] for r in rows) / total_calls * 1e6
@@ -232,8 +240,8 @@ def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, to
 
 def _stages() -> list[tuple[str, Callable[..., Any]]]:
     """(label, function): the frames whose cumulative time is a stage; an indented label nests in the one above."""
-    from tether_clr.batch import BatchRun
-    from tether_clr.pipeline import CallPipeline
+    from tether_clr.execution.batch import BatchRun
+    from tether_clr.execution.pipeline import CallPipeline
 
     return [
         ("batch set-up: `BatchRun.__init__` (checks, listener snapshot, `CallPipeline`, cancellation source, batch id)", BatchRun.__init__),
@@ -318,9 +326,9 @@ async def clr_stages(function: Any, rounds: int) -> str:
     on the event loop's thread CPU clock (``time.thread_time``: pythonnet crossings and
     any .NET code the loop's thread runs count, the thread pool's work does not).
     """
-    from tether_clr.batch import BatchRun
-    from tether_clr.pipeline import CallPipeline
-    from tether_clr.registry import classify_reading
+    from tether_clr.execution.batch import BatchRun
+    from tether_clr.execution.grouping import classify_reading
+    from tether_clr.execution.pipeline import CallPipeline
 
     token = CancellationToken.none()
     python_tool = PythonFunction.from_callable(echo)

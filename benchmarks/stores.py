@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import machine_line, per_call_us, publish, run_cli, table  # noqa: E402
+from tether_clr.recording.session.sql_store import SqlSessionStore  # noqa: E402
 
 from tether_clr import (  # noqa: E402
     PostgresSessionStore,
@@ -40,7 +41,6 @@ from tether_clr import (  # noqa: E402
     ToolRegistrationOptions,
     ToolRegistry,
 )
-from tether_clr.session.store import SqlSessionStore  # noqa: E402
 
 SHAPES = (("1 call", "echo", 1, 40), ("100 concurrency-safe calls", "echo", 100, 3), ("100 EXCLUSIVE calls", "solo", 100, 3))
 ROUNDS_FACTOR = 3  # commits make these rows noisier than the pipeline's own: three times the rounds

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether_clr import PythonFunction, ToolExecution, ToolRegistrationOptions, ToolRegistry
+from tether_clr import (
+    PythonFunction,
+    ToolExecution,
+    ToolRegistrationOptions,
+    ToolRegistry,
+)
+
 
 def echo(text: str) -> str:
     """Return the text unchanged."""

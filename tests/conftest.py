@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-
 _DOTNET_FIXTURES = frozenset({"clr_tools", "meai"})
 
 
@@ -67,7 +66,13 @@ def clr_tools() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def meai(clr_tools: dict[str, Any]) -> dict[str, Any]:
     """dotnet_fixtures/meai/ compiled against the real Microsoft.Extensions.AI and loaded."""
-    from tether_clr.clr import build_meai_fixtures, discover_functions, find_meai_directories, load_assembly, load_meai
+    from tether_clr.clr import (
+        build_meai_fixtures,
+        discover_functions,
+        find_meai_directories,
+        load_assembly,
+        load_meai,
+    )
 
     folders = find_meai_directories()
     if not folders or not os.environ.get("TETHER_MEAI_DIR"):

@@ -16,9 +16,16 @@ import sys
 from typing import Any
 
 import anyio
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
-from tether_clr import PostgresSessionStore, PythonFunction, SqliteSessionStore, ToolCall, ToolRegistry, ToolRegistrationOptions
-from tether_clr.session.store import SqlSessionStore
+from tether_clr import (
+    PostgresSessionStore,
+    PythonFunction,
+    SqliteSessionStore,
+    ToolCall,
+    ToolRegistrationOptions,
+    ToolRegistry,
+)
 
 STEPS = 2
 CALLS = ["echo", "echo", "solo", "echo", "echo"]  # a parallel pair, an exclusive call, a parallel pair

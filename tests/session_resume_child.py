@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 import anyio
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import (
     AgentPipelineScope,
@@ -26,7 +27,6 @@ from tether_clr import (
     ToolRegistrationOptions,
     ToolRegistry,
 )
-from tether_clr.session.store import SqlSessionStore
 
 CALLS = [("call_0", "echo", '{"text": "a"}'), ("call_1", "delete", '{"path": "/tmp/x"}'), ("call_2", "echo", '{"text": "b"}')]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import PostgresSessionStore, SqliteSessionStore
-from tether_clr.session.store import SqlSessionStore
 
 STORES = ["sqlite", "postgres"]
 

@@ -8,7 +8,6 @@ anything, so a cancelled host task is cancelled there and nothing is recorded.
 
 from __future__ import annotations
 
-
 import anyio
 import pytest
 

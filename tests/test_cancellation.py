@@ -10,7 +10,12 @@ import anyio
 import pytest
 
 from tests.helpers import add, call
-from tether_clr import CancellationSource, CancellationToken, ToolFailureCodes, ToolRegistry
+from tether_clr import (
+    CancellationSource,
+    CancellationToken,
+    ToolFailureCodes,
+    ToolRegistry,
+)
 
 pytestmark = pytest.mark.anyio
 

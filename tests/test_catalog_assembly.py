@@ -24,16 +24,10 @@ from tether_clr import (
     ToolStatus,
     schema_hash,
 )
-from tether_clr.canonical import sha256_digest
-from tether_clr.catalog.assembly import (
-    VERSION_FILTERS,
-    CatalogSelection,
-    ToolCandidate,
-    assemble_catalog,
-    reauthorize,
-    scope_filter,
-    status_filter,
-)
+from tether_clr.catalog.assembly import VERSION_FILTERS, CatalogSelection, assemble_catalog, scope_filter, status_filter
+from tether_clr.catalog.candidates import ToolCandidate
+from tether_clr.catalog.reauthorization import reauthorize
+from tether_clr.foundations.canonical import sha256_digest
 
 S = ToolStatus
 CTX = RequestContext("acme", "alice", scopes=frozenset({"orders:read"}), environment="prod", region="eu",

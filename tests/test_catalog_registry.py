@@ -3,7 +3,6 @@ authority, revisions and change events, discovery and assembly snapshots, and th
 
 from __future__ import annotations
 
-import ast
 import logging
 from pathlib import Path
 from typing import Any
@@ -43,30 +42,6 @@ def versioned(registry: ToolRegistry, name: str, version: str = "1.0.0", *, fn: 
 
 def bound(assembly: ToolAssembly) -> list[str]:
     return [f"{b.model_name}@{b.version}" for b in assembly.bindings.values()]
-
-
-# ---------------------------------------------------------------- layering
-def _imports(module: str) -> set[str]:
-    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module is not None:
-            found.add(("." * node.level) + node.module)
-    return found
-
-
-@pytest.mark.parametrize("module", ["registry.py", "views.py", "catalog/assembly.py", "catalog/authority.py"])
-def test_the_catalog_never_imports_the_executor(module: str) -> None:
-    imported = _imports(module)
-    assert not {name for name in imported if name.rsplit(".", 1)[-1] in ("batch", "pipeline", "sinks")}
-
-
-def test_the_executor_imports_the_catalog_and_installs_itself_behind_execute_batch() -> None:
-    import tether_clr.batch as batch
-    import tether_clr.registry as registry
-
-    assert ".registry" in _imports("batch.py")
-    assert registry._batch_executor is batch.execute_batch
 
 
 # ---------------------------------------------------------------- registration

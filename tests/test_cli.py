@@ -394,7 +394,7 @@ _RESULT = "kind = 'tool/result' AND turn = 1 AND call_id = 'c2'"
         (["INSERT INTO session_events (session_id, turn, step, kind, call_id, position, payload, at) "
           f"SELECT session_id, turn, step, kind, call_id, NULL, payload, at FROM session_events WHERE {_RESULT}"],
          "2 results"),
-        ([f"DELETE FROM session_events WHERE kind = 'tool/call' AND turn = 1 AND call_id = 'c2'"], "result without a call"),
+        (["DELETE FROM session_events WHERE kind = 'tool/call' AND turn = 1 AND call_id = 'c2'"], "result without a call"),
         ([f"UPDATE session_events SET seq = seq + 1000 WHERE {_RESULT}"], "out of model order"),
         (["UPDATE session_events SET payload = replace(payload, '\"approved\"', '\"rejected\"') WHERE kind = 'approval/decided'"],
          "after its approval was refused"),
@@ -437,7 +437,7 @@ def _mixed_statuses(events: list[Any]) -> list[str]:
 
 
 def test_the_mixed_example_runs_end_to_end_with_csharp_tools(clr_tools: object, tmp_path: Path) -> None:
-    from tether_clr.demo import build_example_assembly
+    from tether_clr.cli.demo import build_example_assembly
 
     db = tmp_path / "mixed.sqlite"
     result = invoke("run", str(EXAMPLES / "mixed.json"), "--tools", "examples.mixed_tools:register",

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.json_strategies import json_values
 from tether_clr import (
     CompatibilityReport,
     IncompatibleSchemaError,
     check_compatibility,
     require_compatible,
 )
-from tests.json_strategies import json_values
 
 
 def obj(properties: dict[str, Any], required: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:

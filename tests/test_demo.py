@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from tether_clr import SqliteSessionStore, log_violations
-from tether_clr.demo import SESSION, main
+from tether_clr.cli.demo import SESSION, main
 
 
 def _events(db: Path) -> list:  # type: ignore[type-arg]

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether_clr import PythonFunction
-from tether_clr.schema import ArgumentValidator
-from tether_clr.schema_fastpath import compile_success_check
+from tether_clr.foundations.schema_fastpath import compile_success_check
+from tether_clr.foundations.validation import ArgumentValidator
 
 from .json_strategies import json_objects, json_values
 

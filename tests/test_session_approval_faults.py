@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import (
     ApprovalResult,
@@ -15,12 +16,18 @@ from tether_clr import (
     ToolStatus,
     log_violations,
 )
-from tether_clr.errors import SinkError
-from tether_clr.session.store import SqlSessionStore
+from tether_clr.foundations.errors import SinkError
 
 from .helpers import codes
 from .session_stores import kind, new_session, spec, store  # noqa: F401 (fixtures)
-from .test_session_approvals import CONTEXT, leases, scope_of, step_calls, suspend, tools
+from .test_session_approvals import (
+    CONTEXT,
+    leases,
+    scope_of,
+    step_calls,
+    suspend,
+    tools,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -12,6 +12,7 @@ import anyio.from_thread
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import (
     AgentPipelineScope,
@@ -30,10 +31,17 @@ from tether_clr import (
     call_fingerprint,
     log_violations,
 )
-from tether_clr.session.store import SqlSessionStore
 
 from .helpers import call, codes
-from .session_stores import STORES, kind, new_session, open_store, spec, store, store_spec  # noqa: F401 (fixtures)
+from .session_stores import (  # noqa: F401 (fixtures)
+    STORES,
+    kind,
+    new_session,
+    open_store,
+    spec,
+    store,
+    store_spec,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import SessionLeasedError, log_violations
-from tether_clr.session.store import SqlSessionStore
 
 from .session_child import kill_point
 from .session_stores import STORES, new_session, open_store, store_spec

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import (
     EVENT_KINDS,
@@ -19,10 +20,17 @@ from tether_clr import (
     call_fingerprint,
     log_violations,
 )
-from tether_clr.session.store import SqlSessionStore
 
 from .helpers import add, call, codes
-from .session_stores import expire_lease, kind, new_session, open_store, spec, store, store_spec  # noqa: F401 (fixtures)
+from .session_stores import (  # noqa: F401 (fixtures)
+    expire_lease,
+    kind,
+    new_session,
+    open_store,
+    spec,
+    store,
+    store_spec,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,6 @@ from tether_clr import (
     CancellationSource,
     CancellationToken,
     PythonFunction,
-    ResultPolicyError,
     ToolExecution,
     ToolPreDecision,
     ToolRegistrationOptions,

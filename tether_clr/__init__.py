@@ -2,23 +2,22 @@
 hosting Python tools and Microsoft.Extensions.AI tools from .NET assemblies alike.
 
 A model only proposes calls; :meth:`ToolRegistry.execute_batch` decides, runs and
-records them. See README.md for the tour.
+records them. Every public name is exported here, and only here: the layers
+beneath (``foundations``, ``records``, ``tools``, ``catalog``, ``execution``,
+``recording``) are the implementation; see docs/architecture.md.
 """
 
-from .batch import Declaration, ToolCallSink, current_declaration  # importing the executor installs it behind ToolRegistry.execute_batch
-from .canonical import schema_hash
-from .catalog.assembly import (
+from tether_clr.catalog.assembly import (
     CatalogSelection,
-    DenyRule,
-    ToolCandidate,
     assemble_catalog,
     assembly_digest,
-    reauthorize,
 )
-from .catalog.audit import ToolAuditRecord
-from .catalog.lifecycle import StatusTransition, ToolStatus, status_transition
-from .catalog.metadata import CapabilityQuery, SideEffect, ToolMetadata
-from .catalog.records import (
+from tether_clr.catalog.authority import AuthorityUnavailableError
+from tether_clr.catalog.candidates import DenyRule, ToolCandidate
+from tether_clr.catalog.lifecycle import StatusTransition, ToolStatus, status_transition
+from tether_clr.catalog.metadata import CapabilityQuery, SideEffect, ToolMetadata
+from tether_clr.catalog.reauthorization import reauthorize
+from tether_clr.catalog.records import (
     CATALOG_FAILURE_REASONS,
     OMISSION_REASONS,
     REAUTHORIZATION_REASONS,
@@ -27,22 +26,35 @@ from .catalog.records import (
     ToolBinding,
     ToolPin,
 )
-from .cancellation import CancellationSource, CancellationToken, OperationCancelledError
-from .compatibility import (
+from tether_clr.catalog.registration import (
+    Registration,
+    ToolRegistrationOptions,
+    ToolsChangedEvent,
+)
+from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
+from tether_clr.execution.ports import (
+    ApprovalProvider,
+    Declaration,
+    ForwardingSink,
+    SinkHooks,
+    ToolCallSink,
+    current_declaration,
+)
+from tether_clr.foundations.arguments import ArgumentLimits
+from tether_clr.foundations.cancellation import (
+    CancellationSource,
+    CancellationToken,
+    OperationCancelledError,
+)
+from tether_clr.foundations.canonical import schema_hash
+from tether_clr.foundations.compatibility import (
     CompatibilityMode,
     CompatibilityReport,
     IncompatibleSchemaError,
     check_compatibility,
     require_compatible,
 )
-from .context import IDENTITY_PARAMETERS, RequestContext, refuse_identity_parameters
-from .decisions import (
-    ApprovalResult,
-    ToolExecutionMode,
-    ToolPostDecision,
-    ToolPreDecision,
-)
-from .errors import (
+from tether_clr.foundations.errors import (
     BatchAbortedError,
     DuplicateToolError,
     InvariantViolation,
@@ -52,7 +64,38 @@ from .errors import (
     ToolArgumentError,
     ToolError,
 )
-from .outcomes import (
+from tether_clr.foundations.json_values import (
+    JsonConversionError,
+    canonical_json,
+    to_json_value,
+)
+from tether_clr.foundations.text import describe_exception
+from tether_clr.foundations.versions import SemVer, parse_version
+from tether_clr.recording.session.events import (
+    EVENT_KINDS,
+    SessionEvent,
+    SessionLeasedError,
+)
+from tether_clr.recording.session.postgres import PostgresSessionStore
+from tether_clr.recording.session.protocol import SessionClaim, SessionStore
+from tether_clr.recording.session.sink import SessionSink
+from tether_clr.recording.session.sqlite import SqliteSessionStore
+from tether_clr.recording.session.verify import log_violations
+from tether_clr.recording.tool_log import InMemoryToolLog, LoggedCall, SqliteToolLog
+from tether_clr.records.audit import ToolAuditRecord
+from tether_clr.records.context import (
+    IDENTITY_PARAMETERS,
+    RequestContext,
+    refuse_identity_parameters,
+)
+from tether_clr.records.decisions import (
+    ApprovalResult,
+    ToolExecutionMode,
+    ToolPostDecision,
+    ToolPreDecision,
+)
+from tether_clr.records.declaration import ToolSchemaSnapshot
+from tether_clr.records.outcomes import (
     FunctionResultContent,
     ToolCall,
     ToolDispatch,
@@ -61,45 +104,24 @@ from .outcomes import (
     ToolFailure,
     ToolFailureCodes,
 )
-from .catalog.authority import AuthorityUnavailableError
-from .registry import (
-    ApprovalProvider,
-    Registration,
-    ToolRegistrationOptions,
-    ToolRegistry,
-    ToolsChangedEvent,
+from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.suspension import (
+    BatchSuspended,
+    PendingApproval,
+    call_fingerprint,
 )
-from .schema import ArgumentLimits, JsonConversionError, ToolSchemaSnapshot, canonical_json, to_json_value
-from .scope import AgentPipelineScope
-from .session import (
-    EVENT_KINDS,
-    PostgresSessionStore,
-    SessionEvent,
-    SessionLeasedError,
-    SessionSink,
-    SessionStore,
-    SqliteSessionStore,
-    log_violations,
-)
-from .sinks import InMemoryToolLog, LoggedCall, SqliteToolLog
-from .suspension import BatchSuspended, PendingApproval, call_fingerprint
-from .text import describe_exception
-from .tools import PythonFunction, Tool
-from .versions import SemVer, parse_version
-from .views import SealedToolCatalogView, ToolAssembly
+from tether_clr.registry import ToolRegistry
+from tether_clr.tools.protocol import Tool
+from tether_clr.tools.python_function import PythonFunction
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "log_violations",
-    "call_fingerprint",
-    "SqliteSessionStore",
-    "SessionStore",
-    "SessionSink",
-    "SessionLeasedError",
-    "SessionEvent",
-    "PostgresSessionStore",
+    "CATALOG_FAILURE_REASONS",
     "EVENT_KINDS",
+    "IDENTITY_PARAMETERS",
+    "OMISSION_REASONS",
+    "REAUTHORIZATION_REASONS",
     "AgentPipelineScope",
     "ApprovalProvider",
     "ApprovalResult",
@@ -107,7 +129,6 @@ __all__ = [
     "AuthorityUnavailableError",
     "BatchAbortedError",
     "BatchSuspended",
-    "CATALOG_FAILURE_REASONS",
     "CancellationSource",
     "CancellationToken",
     "CapabilityQuery",
@@ -118,26 +139,32 @@ __all__ = [
     "DenyRule",
     "DiscoveryResult",
     "DuplicateToolError",
+    "ForwardingSink",
     "FunctionResultContent",
-    "IDENTITY_PARAMETERS",
     "InMemoryToolLog",
     "IncompatibleSchemaError",
     "InvariantViolation",
     "JsonConversionError",
     "LoggedCall",
-    "OMISSION_REASONS",
     "Omission",
     "OperationCancelledError",
     "PendingApproval",
+    "PostgresSessionStore",
     "PythonFunction",
-    "REAUTHORIZATION_REASONS",
     "Registration",
     "RequestContext",
     "ResultPolicyError",
     "SealedToolCatalogView",
     "SemVer",
+    "SessionClaim",
+    "SessionEvent",
+    "SessionLeasedError",
+    "SessionSink",
+    "SessionStore",
     "SideEffect",
     "SinkError",
+    "SinkHooks",
+    "SqliteSessionStore",
     "SqliteToolLog",
     "StatusTransition",
     "TetherError",
@@ -167,10 +194,12 @@ __all__ = [
     "ToolsChangedEvent",
     "assemble_catalog",
     "assembly_digest",
+    "call_fingerprint",
     "canonical_json",
     "check_compatibility",
     "current_declaration",
     "describe_exception",
+    "log_violations",
     "parse_version",
     "reauthorize",
     "refuse_identity_parameters",
@@ -179,3 +208,18 @@ __all__ = [
     "status_transition",
     "to_json_value",
 ]
+
+
+def _rehome() -> None:
+    """Give every exported class and function ``__module__ == "tether_clr"``: where users import it from."""
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+            try:
+                value.__module__ = __name__
+            except (AttributeError, TypeError):  # pragma: no cover - a builtin would refuse
+                pass
+
+
+_rehome()
+del _rehome

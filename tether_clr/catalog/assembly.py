@@ -16,43 +16,48 @@ excluded a version:
 
 The result is in a stable order (built-in tools by ordinal name, then plugin
 tools by ordinal name) so that prompts cache, and :func:`assembly_digest`
-proves later exactly what a request saw. :func:`reauthorize` is the check
-repeated right before a body runs, against the live registry.
+proves later exactly what a request saw. :func:`~tether_clr.catalog.reauthorization.reauthorize`
+repeats the check right before a body runs, against the live registry.
 
 Floor 3 (the catalog): it decides what is visible and callable; it runs nothing.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..canonical import canonical_bytes, ordinal_key, schema_hash, sha256_of
-from ..context import RequestContext
-from ..schema import ToolSchemaSnapshot
-from ..versions import SemVer
-from .lifecycle import ToolStatus
-from .metadata import CapabilityQuery, ToolMetadata, ToolOrigin
-from .records import (
+from tether_clr.catalog.candidates import (
+    DenyRule,
+    ToolCandidate,
+    deny_detail,
+    describe_answer,
+)
+from tether_clr.catalog.lifecycle import ToolStatus
+from tether_clr.catalog.metadata import CapabilityQuery
+from tether_clr.catalog.records import (
     DiscoveryResult,
     Omission,
     OmissionReason,
-    ReauthorizationReason,
     ToolBinding,
     ToolPin,
 )
+from tether_clr.foundations.canonical import (
+    canonical_bytes,
+    ordinal_key,
+    sha256_of,
+)
+from tether_clr.records.context import RequestContext
+from tether_clr.records.declaration import ToolSchemaSnapshot
 
 __all__ = [
     "AssemblyRequest",
     "CatalogSelection",
-    "DenyRule",
     "Exclusion",
-    "ToolCandidate",
-    "VERSION_FILTERS",
+       "VERSION_FILTERS",
     "VersionFilter",
     "apply_filters",
     "assemble_catalog",
@@ -62,7 +67,6 @@ __all__ = [
     "deny_rule_filter",
     "flag_filter",
     "query_filter",
-    "reauthorize",
     "resolve_aliases",
     "scope_filter",
     "shadow",
@@ -71,61 +75,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("tether_clr")
-
-DenyRule = Callable[[ToolBinding, ToolMetadata, RequestContext], "str | None"]
-"""``rule(binding, metadata, context) -> str | None``: a string denies (it is the detail)."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class ToolCandidate:
-    """One registered tool version as assembly needs it.
-
-    Built by the registry from its record of a registration: the
-    ``definition`` (what the model is shown; its ``name`` is the model-facing
-    name), the governance ``metadata``, the current ``status`` and the
-    ``layer`` it was registered in (0 global, deeper scopes higher: a scope's
-    ``depth + 1``). The logical name, version, schema hash, binding and the
-    canonical bytes of the definition and binding are derived once, here.
-    """
-
-    definition: ToolSchemaSnapshot
-    metadata: ToolMetadata = field(default_factory=ToolMetadata)
-    status: ToolStatus = ToolStatus.ACTIVE
-    layer: int = 0
-    model_name: str = field(init=False)
-    logical_name: str = field(init=False)
-    semver: SemVer = field(init=False)
-    schema_hash: str = field(init=False)
-    origin: ToolOrigin = field(init=False)
-    binding: ToolBinding = field(init=False)
-    definition_json: bytes = field(init=False, repr=False)
-    binding_json: bytes = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.definition, ToolSchemaSnapshot):
-            raise TypeError(f"definition must be a ToolSchemaSnapshot, got {type(self.definition).__name__}")
-        if not isinstance(self.metadata, ToolMetadata):
-            raise TypeError(f"metadata must be a ToolMetadata, got {type(self.metadata).__name__}")
-        if not isinstance(self.status, ToolStatus):
-            raise TypeError(f"status must be a ToolStatus, got {type(self.status).__name__}")
-        if type(self.layer) is not int or self.layer < 0:
-            raise ValueError(f"layer must be a non-negative int, got {self.layer!r}")
-        set_ = object.__setattr__
-        model_name = self.definition.name
-        set_(self, "model_name", model_name)
-        set_(self, "logical_name", self.metadata.logical_name_for(model_name))
-        set_(self, "semver", self.metadata.semver)
-        set_(self, "schema_hash", schema_hash(self.definition.parameters))
-        set_(self, "origin", self.metadata.origin)
-        set_(self, "definition_json", canonical_bytes(self.definition.model_dump(mode="json")))
-        binding = ToolBinding(model_name, self.logical_name, self.metadata.version, self.schema_hash, self.origin)
-        set_(self, "binding", binding)
-        set_(self, "binding_json", canonical_bytes(binding.as_json()))
-
-    @property
-    def version(self) -> str:
-        return self.metadata.version
-
 
 @dataclass(frozen=True, slots=True)
 class AssemblyRequest:
@@ -201,12 +150,12 @@ def flag_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion
         return ("flag_disabled", f"enabled_when raised {type(exc).__name__}")
     if answer is True:
         return None
-    return ("flag_disabled", f"enabled_when returned {_describe_answer(answer)}")
+    return ("flag_disabled", f"enabled_when returned {describe_answer(answer)}")
 
 
 def deny_rule_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
     for rule in request.deny_rules:
-        detail = _deny_detail(rule, candidate.binding, candidate.metadata, request.context)
+        detail = deny_detail(rule, candidate.binding, candidate.metadata, request.context)
         if detail is not None:
             return ("deny_rule", detail)
     return None
@@ -229,26 +178,6 @@ VERSION_FILTERS: tuple[VersionFilter, ...] = (
     query_filter,
 )
 """The per-version steps, in the order the rule fixes."""
-
-
-def _describe_answer(answer: Any) -> str:
-    if inspect.iscoroutine(answer):
-        answer.close()  # never awaited by design: predicates here are synchronous
-        return "a coroutine (it must be synchronous)"
-    return f"{type(answer).__name__} {answer!r}"[:200]
-
-
-def _deny_detail(rule: DenyRule, binding: ToolBinding, metadata: ToolMetadata, context: RequestContext) -> str | None:
-    """What one deny rule says: ``None`` allows; anything else (a raise included) denies."""
-    try:
-        answer = rule(binding, metadata, context)
-    except Exception as exc:
-        return f"deny rule raised {type(exc).__name__}"
-    if answer is None:
-        return None
-    if isinstance(answer, str):
-        return answer
-    return f"deny rule returned {_describe_answer(answer)}"
 
 
 _Excluded = tuple[ToolCandidate, OmissionReason, str]
@@ -497,43 +426,3 @@ def assembly_digest(
     return sha256_of(b"".join(parts))
 
 
-# ------------------------------------------------------------------ at execution
-def reauthorize(
-    binding: ToolBinding,
-    live: ToolCandidate | None,
-    context: RequestContext,
-    scopes: frozenset[str],
-    deny_rules: Sequence[DenyRule] = (),
-) -> ReauthorizationReason | None:
-    """The check right before a body runs: ``None`` lets it run, a reason refuses it (DENIED).
-
-    ``live`` is the registry's current record of the bound version (``None``
-    when it is gone); ``scopes`` are the principal's scopes now. In order:
-    the bound (version, schema hash) still exists (else ``stale_binding``),
-    the version is ACTIVE or DEPRECATED (``tool_retired`` for RETIRED,
-    ``tool_disabled`` otherwise), the tenant is allowed (``tenant_denied``),
-    the scopes are held (``scope_revoked``), no deny rule objects
-    (``deny_rule``; a rule that raises objects). A snapshot proves only that a
-    call was allowed when it was assembled, so this runs for every call; it is
-    a handful of attribute reads and a subset test.
-    """
-    if (
-        live is None
-        or live.schema_hash != binding.schema_hash
-        or live.metadata.version != binding.version
-        or live.logical_name != binding.logical_name
-    ):
-        return "stale_binding"
-    status = live.status
-    if status is not ToolStatus.ACTIVE and status is not ToolStatus.DEPRECATED:
-        return "tool_retired" if status is ToolStatus.RETIRED else "tool_disabled"
-    metadata = live.metadata
-    tenants = metadata.tenants
-    if tenants is not None and context.tenant_id not in tenants:
-        return "tenant_denied"
-    if not metadata.required_scopes <= scopes:
-        return "scope_revoked"
-    for rule in deny_rules:
-        if _deny_detail(rule, binding, metadata, context) is not None:
-            return "deny_rule"
-    return None

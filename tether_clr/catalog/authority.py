@@ -20,8 +20,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..context import RequestContext
-from ..errors import TetherError
+from tether_clr.foundations.errors import TetherError
+from tether_clr.records.context import RequestContext
 
 __all__ = ["Authority", "AuthorityUnavailableError", "assembly_scopes", "scopes_now"]
 

@@ -11,10 +11,15 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from .._checks import optional_str, optional_str_set, require_str, str_set
-from ..compatibility import COMPATIBILITY_MODES, CompatibilityMode
-from ..context import RequestContext
-from ..versions import SemVer
+from tether_clr.foundations.checks import (
+    optional_str,
+    optional_str_set,
+    require_str,
+    str_set,
+)
+from tether_clr.foundations.compatibility import COMPATIBILITY_MODES, CompatibilityMode
+from tether_clr.foundations.versions import SemVer
+from tether_clr.records.context import RequestContext
 
 __all__ = ["CapabilityQuery", "IDENTITY_FIELDS", "SideEffect", "ToolMetadata", "ToolOrigin"]
 

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from .._checks import optional_str, require_str
-from ..context import RequestContext
-from ..versions import SemVer
-from .metadata import ToolOrigin
+from tether_clr.catalog.metadata import ToolOrigin
+from tether_clr.foundations.checks import optional_str, require_str
+from tether_clr.foundations.versions import SemVer
+from tether_clr.records.context import RequestContext
 
 __all__ = [
     "CATALOG_FAILURE_REASONS",

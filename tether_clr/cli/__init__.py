@@ -5,8 +5,22 @@ session stores, the .NET host) and nothing below imports it. Built with click;
 rich draws the live table. See README, "The tether-clr command".
 """
 
-from .app import EXIT_FAULT, EXIT_OK, EXIT_PARKED, EXIT_USAGE, cli, main, open_store
-from .script import Script, ScriptError, ScriptTurn, load_script, parse_script
+from tether_clr.cli.app import (
+    EXIT_FAULT,
+    EXIT_OK,
+    EXIT_PARKED,
+    EXIT_USAGE,
+    cli,
+    main,
+    open_store,
+)
+from tether_clr.cli.script import (
+    Script,
+    ScriptError,
+    ScriptTurn,
+    load_script,
+    parse_script,
+)
 
 __all__ = [
     "EXIT_FAULT",

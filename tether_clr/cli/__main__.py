@@ -1,5 +1,5 @@
 """``python -m tether_clr.cli``: the same as the ``tether-clr`` console script."""
 
-from . import main
+from tether_clr.cli import main
 
 main()

@@ -27,19 +27,19 @@ import anyio
 import click
 from rich.console import Console
 
-from ..context import RequestContext
-from ..registry import ToolRegistry
-from ..decisions import ApprovalResult
-from ..session.events import TURN_START, SessionEvent
-from ..session.steps import read_steps
-from ..session.store import SqlSessionStore
-from ..session.verify import log_violations
-from ..text import describe_exception
-from .approval import APPROVE_MODES, approver_for
-from .loading import ToolSpecError, load_assembly_tools, load_python_tools
-from .logview import event_json, events_table
-from .runner import RunResult, RunSettings, continue_script, run_script
-from .script import Script, ScriptError, load_script
+from tether_clr.cli.approval import APPROVE_MODES, approver_for
+from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools
+from tether_clr.cli.logview import event_json, events_table
+from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
+from tether_clr.cli.script import Script, ScriptError, load_script
+from tether_clr.foundations.text import describe_exception
+from tether_clr.recording.session.events import TURN_START, SessionEvent
+from tether_clr.recording.session.steps import read_steps
+from tether_clr.recording.session.sql_store import SqlSessionStore
+from tether_clr.recording.session.verify import log_violations
+from tether_clr.records.context import RequestContext
+from tether_clr.records.decisions import ApprovalResult
+from tether_clr.registry import ToolRegistry
 
 __all__ = ["EXIT_FAULT", "EXIT_OK", "EXIT_PARKED", "EXIT_USAGE", "cli", "main", "open_store"]
 
@@ -57,10 +57,10 @@ def open_store(db: str) -> SqlSessionStore:
     """The session store ``--db`` names: PostgreSQL for a ``postgresql://`` / ``postgres://`` URL or a
     libpq ``key=value`` string, else a SQLite file."""
     if db.startswith(("postgresql://", "postgres://")) or _CONNINFO.match(db):
-        from ..session.postgres import PostgresSessionStore
+        from tether_clr.recording.session.postgres import PostgresSessionStore
 
         return PostgresSessionStore(db)
-    from ..session.sqlite import SqliteSessionStore
+    from tether_clr.recording.session.sqlite import SqliteSessionStore
 
     return SqliteSessionStore(db)
 

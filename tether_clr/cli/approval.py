@@ -20,9 +20,9 @@ import anyio.to_thread
 import click
 from rich.console import Console
 
-from ..decisions import ApprovalResult
-from ..outcomes import ToolExecution
-from .display import StepView, arguments_text
+from tether_clr.cli.display import StepView, arguments_text
+from tether_clr.records.decisions import ApprovalResult
+from tether_clr.records.outcomes import ToolExecution
 
 __all__ = ["APPROVE_MODES", "ApproveMode", "FixedApprover", "TerminalApprover", "approver_for"]
 

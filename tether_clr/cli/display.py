@@ -21,12 +21,19 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
-from ..batch import current_declaration
-from ..outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+from tether_clr.execution.ports import current_declaration
+from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = ["DisplaySink", "StepView", "outcome_status", "shorten"]
 

@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..registry import ToolRegistry
-from ..tools import PythonFunction
+from tether_clr.registry import ToolRegistry
+from tether_clr.tools.python_function import PythonFunction
 
 __all__ = ["ToolSpecError", "load_assembly_tools", "load_python_tools"]
 
@@ -103,7 +103,7 @@ def load_assembly_tools(registry: ToolRegistry, path: str | Path) -> list[str]:
     """
     if not Path(path).is_file():
         raise ToolSpecError(f"--assembly: no file at {str(path)!r}")
-    from ..clr import discover_functions, load_assembly, load_runtime
+    from tether_clr.clr import discover_functions, load_assembly, load_runtime
 
     load_runtime()
     functions = discover_functions(load_assembly(path))

@@ -9,9 +9,9 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..session.events import SessionEvent
-from .display import shorten
-from .runner import RunSettings
+from tether_clr.cli.display import shorten
+from tether_clr.cli.runner import RunSettings
+from tether_clr.recording.session.events import SessionEvent
 
 __all__ = ["event_detail", "event_json", "events_table"]
 

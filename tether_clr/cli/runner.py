@@ -23,16 +23,16 @@ from typing import Any
 
 from rich.console import Console
 
-from ..context import RequestContext
-from ..outcomes import ToolCall, ToolExecutionOutcome
-from ..registry import ToolRegistry
-from ..scope import AgentPipelineScope
-from ..session.store import SessionStore
-from ..sink_protocol import ToolCallSink
-from ..suspension import BatchSuspended
-from .approval import TerminalApprover
-from .display import DisplaySink, StepView
-from .script import Script
+from tether_clr.cli.approval import TerminalApprover
+from tether_clr.cli.display import DisplaySink, StepView
+from tether_clr.cli.script import Script
+from tether_clr.execution.ports import ToolCallSink
+from tether_clr.recording.session.protocol import SessionStore
+from tether_clr.records.context import RequestContext
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.suspension import BatchSuspended
+from tether_clr.registry import ToolRegistry
 
 __all__ = ["RunResult", "RunSettings", "Suspension", "continue_script", "run_script"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..outcomes import ToolCall
+from tether_clr.records.outcomes import ToolCall
 
 __all__ = ["Script", "ScriptError", "ScriptTurn", "load_script", "parse_script"]
 

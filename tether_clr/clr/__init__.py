@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .build import (
+from tether_clr.clr.build import (
     ClrBuildError,
     build_bridge,
     build_fixtures,
@@ -18,7 +18,7 @@ from .build import (
     cache_dir,
     compile_library,
 )
-from .functions import (
+from tether_clr.clr.functions import (
     ClrFunction,
     add_probe_directory,
     discover_functions,
@@ -26,8 +26,13 @@ from .functions import (
     load_assembly,
     wrap_aifunction,
 )
-from .records import function_call_to_tool_call, to_clr_function_result
-from .runtime import ClrRuntime, ClrUnavailableError, current_runtime, load_runtime
+from tether_clr.clr.records import function_call_to_tool_call, to_clr_function_result
+from tether_clr.clr.runtime import (
+    ClrRuntime,
+    ClrUnavailableError,
+    current_runtime,
+    load_runtime,
+)
 
 __all__ = [
     "ClrBuildError",

@@ -7,8 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from .build import build_bridge
-from .runtime import load_runtime
+from tether_clr.clr.build import build_bridge
+from tether_clr.clr.runtime import load_runtime
 
 __all__ = ["bridge", "clr_add_reference"]
 

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import TetherError
+from tether_clr.foundations.errors import TetherError
 
 __all__ = [
     "ClrBuildError",

@@ -18,12 +18,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..cancellation import CancellationToken
-from ..schema import canonical_json
-from ..tools import ConstantPredicate
-from .bridge import bridge, clr_add_reference
-from .runtime import ClrUnavailableError
-from .tasks import call_dotnet_json
+from tether_clr.clr.bridge import bridge, clr_add_reference
+from tether_clr.clr.runtime import ClrUnavailableError
+from tether_clr.clr.tasks import call_dotnet_json
+from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.foundations.json_values import canonical_json
+from tether_clr.tools.predicates import ConstantPredicate
 
 __all__ = [
     "ClrFunction",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..outcomes import ToolCall, ToolExecutionOutcome
-from ..scope import AgentPipelineScope
-from .runtime import ClrUnavailableError, current_runtime
+from tether_clr.clr.runtime import ClrUnavailableError, current_runtime
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+from tether_clr.records.scope import AgentPipelineScope
 
 __all__ = ["function_call_to_tool_call", "to_clr_function_result"]
 
@@ -35,7 +35,7 @@ def function_call_to_tool_call(
         return ToolCall.from_function_call(content, scope=scope, parent_call_id=parent_call_id, invocation_context=invocation_context)
     if not (hasattr(content, "CallId") and hasattr(content, "Name")):
         raise TypeError(f"expected a FunctionCallContent or its dict shape, got {type(content).__name__}")
-    from .bridge import bridge
+    from tether_clr.clr.bridge import bridge
 
     records = bridge().Records
     call_id, name = content.CallId, content.Name
@@ -61,7 +61,7 @@ def to_clr_function_result(outcome: ToolExecutionOutcome) -> Any:
     )
     if current_runtime() is None:
         raise ClrUnavailableError(missing)
-    from .bridge import bridge
+    from tether_clr.clr.bridge import bridge
 
     records = bridge().Records
     if records.FindAbstractions() is None:

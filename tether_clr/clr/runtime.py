@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import TetherError
+from tether_clr.foundations.errors import TetherError
 
 __all__ = ["ClrRuntime", "ClrUnavailableError", "current_runtime", "load_runtime"]
 

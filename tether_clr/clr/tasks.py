@@ -28,8 +28,11 @@ from typing import Any
 
 import anyio
 
-from ..cancellation import CancellationToken, OperationCancelledError
-from ..errors import ToolArgumentError, ToolError
+from tether_clr.foundations.cancellation import (
+    CancellationToken,
+    OperationCancelledError,
+)
+from tether_clr.foundations.errors import ToolArgumentError, ToolError
 
 __all__ = ["call_dotnet_json"]
 

@@ -1,0 +1,99 @@
+"""What registering something gives and takes: its options, its handle, and the change event.
+
+* :class:`ToolRegistrationOptions`: per-registration settings of a tool version;
+* :class:`Registration`: the handle whose ``dispose()`` removes exactly that
+  registration (a tool, a listener, a pin, a deny rule), once;
+* :class:`ToolsChangedEvent`: ``tools/change``, emitted by every catalog change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tether_clr.catalog.lifecycle import ToolStatus
+from tether_clr.catalog.metadata import ToolMetadata
+from tether_clr.records.scope import AgentPipelineScope
+
+__all__ = ["ChangeKind", "Registration", "ToolRegistrationOptions", "ToolsChangedEvent"]
+
+ChangeKind = Literal["added", "removed", "status", "metadata", "pin", "deny_rule", "authority"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRegistrationOptions:
+    """Per-registration settings.
+
+    ``is_concurrency_safe`` is a predicate over the parsed arguments (or a bool
+    for "always"/"never"); only an exact ``True`` lets a call join a parallel group.
+
+    ``requires_approval`` puts every call of the tool through the approval step
+    of a pre-execute ``ask`` (the same provider, the same outcomes): ``None`` (the
+    default) or ``False`` means no approval of its own, ``True`` always, a
+    predicate over the parsed arguments decides per call, and any answer but an
+    exact ``False`` (including raising) means approval is required. A tool that
+    requires approval itself (``requires_approval`` on the tool, as a real
+    ``ApprovalRequiredAIFunction`` has) keeps requiring it whatever this says.
+
+    ``metadata`` is the version's governance record (default ``ToolMetadata()``:
+    version 1.0.0, the strictest posture); ``status`` its lifecycle status
+    (default ACTIVE, today's behaviour). A schema that asks the model for
+    ``tenant_id``, ``principal_id`` or ``user_id`` is refused unless
+    ``allow_identity_parameters`` says it is a business field.
+    """
+
+    is_concurrency_safe: Callable[[Any], Any] | bool | None = None
+    requires_approval: Callable[[Any], Any] | bool | None = None
+    metadata: ToolMetadata | None = None
+    status: ToolStatus | None = None
+    allow_identity_parameters: bool = False
+
+    def __post_init__(self) -> None:
+        if self.metadata is not None and not isinstance(self.metadata, ToolMetadata):
+            raise TypeError(f"metadata must be a ToolMetadata, got {type(self.metadata).__name__}")
+        if self.status is not None and not isinstance(self.status, ToolStatus):
+            raise TypeError(f"status must be a ToolStatus, got {type(self.status).__name__}")
+        if not isinstance(self.allow_identity_parameters, bool):
+            raise TypeError("allow_identity_parameters must be a bool")
+
+
+class Registration:
+    """Handle for one registration; ``dispose()`` removes exactly that one, once."""
+
+    __slots__ = ("_dispose", "__weakref__")
+
+    def __init__(self, dispose: Callable[[], None]) -> None:
+        self._dispose: Callable[[], None] | None = dispose
+
+    @property
+    def is_disposed(self) -> bool:
+        return self._dispose is None
+
+    def dispose(self) -> None:
+        dispose, self._dispose = self._dispose, None
+        if dispose is not None:
+            dispose()
+
+    def __enter__(self) -> Registration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsChangedEvent:
+    """``tools/change``: what some scope may see or call changed.
+
+    ``change`` is ``added`` / ``removed`` (a registration), ``status``,
+    ``metadata``, ``pin`` (``name`` is the logical name), ``deny_rule`` or
+    ``authority`` (``name`` is empty: registry-wide). ``revision`` is the
+    registry revision the change produced.
+    """
+
+    scope: AgentPipelineScope | None
+    name: str
+    change: ChangeKind
+    method: str = "tools/change"
+    revision: int = 0

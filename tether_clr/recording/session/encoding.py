@@ -1,0 +1,99 @@
+"""How events are encoded on their way into the log: rows, timestamps, payloads.
+
+Payloads are compact ASCII JSON text (one shared encoder); indexed text columns
+are valid Unicode with no NUL (PostgreSQL refuses both); timestamps are UTC ISO
+8601 with microseconds, formatted once per second.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from tether_clr.foundations.text import safe_text_or_value
+from tether_clr.recording.session.repair import NewEvent
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+
+__all__ = [
+    "PendingEvent",
+    "call_payload",
+    "check_session_id",
+    "column_text",
+    "dumps",
+    "failure_fields",
+    "now_text",
+    "pending_from",
+    "result_payload",
+]
+
+_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted by now_text, and its text
+
+
+def now_text() -> str:
+    """``datetime.now(UTC).isoformat(timespec="microseconds")``, formatting the date and time once per second."""
+    global _SECOND
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{micro:06d}+00:00"
+
+
+def column_text(text: str | None) -> str | None:
+    """Text for an indexed column: valid Unicode, no NUL (PostgreSQL refuses both)."""
+    if text is None:
+        return None
+    text = safe_text_or_value(text)
+    return text.replace("\x00", "\\u0000") if "\x00" in text else text
+
+
+class PendingEvent:
+    """An event on its way into the log (a sink's buffer, a repair, a cancelled step): its payload is already JSON text."""
+
+    __slots__ = ("turn", "step", "kind", "call_id", "position", "payload", "at")
+
+    def __init__(self, turn: int, step: int | None, kind: str, call_id: str | None, position: int | None, payload: str) -> None:
+        self.turn, self.step, self.kind = turn, step, kind
+        self.call_id, self.position, self.payload, self.at = column_text(call_id), position, payload, now_text()
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def dumps(payload: dict[str, Any]) -> str:
+    """Compact ASCII JSON (one shared encoder: ``json.dumps`` with options builds a new one per call)."""
+    return _ENCODER.encode(payload)
+
+
+def pending_from(event: NewEvent) -> PendingEvent:
+    """A repair's planned event, ready to append."""
+    return PendingEvent(event.turn, event.step, event.kind, event.call_id, event.position, dumps(event.payload))
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"session_id must be a non-empty str, got {session_id!r}")
+    return session_id
+
+
+def failure_fields(outcome: ToolExecutionOutcome) -> dict[str, Any]:
+    failure = outcome.failure
+    if failure is None:
+        return {"ok": True}
+    return {"ok": False, "code": str(failure.code), "reason": getattr(failure, "reason", None), "message": failure.message}
+
+
+def call_payload(position: int, call: ToolCall) -> str:
+    """A ``tool/call`` payload as JSON text: position, name, the declared argument text, parent call."""
+    return dumps({"index": position, "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id})
+
+
+def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
+    """A ``tool/result`` payload as JSON text: position, name, failure fields, and the value.
+
+    The value is already canonical JSON text: spliced in, not parsed and dumped again.
+    """
+    fields = {"index": position, "name": outcome.name, **failure_fields(outcome)}
+    return dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"

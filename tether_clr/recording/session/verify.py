@@ -1,0 +1,144 @@
+"""The session log's invariants, checked on the log alone: :func:`log_violations`.
+
+* every ``tool/call`` has exactly one ``tool/result``, and no result lacks its call
+  (paired by turn, step and position in the proposal, never by call id alone);
+* the results of a step follow the model's order;
+* no body after a refusal: a call whose approval was not granted ends in a
+  refusal (DENIED, UNAVAILABLE or ABORTED_BEFORE_DISPATCH), never ``ok`` nor a
+  code that only a started body yields;
+* a step's events lie between its ``step/start`` and ``step/end``; a turn's
+  between ``turn/start`` and ``turn/end`` (``open_ok`` tolerates a step or turn
+  still open, e.g. while a batch runs; a repaired log has none). A suspended
+  step (a call parked for an approval decision) is open by design: it, its
+  turn, and its calls from the first parked one on may stay unanswered;
+* sequence numbers only grow.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tether_clr.recording.session.events import (
+    APPROVAL_DECIDED,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    SessionEvent,
+)
+from tether_clr.recording.session.steps import read_steps
+
+__all__ = ["log_violations"]
+
+
+def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> list[str]:
+    """Every broken invariant of one session's log, as text; empty when the log is sound.
+
+    A hand-edited payload that is not a JSON object is itself a violation, and is
+    read as an empty one so that every other check still runs (never a crash).
+    """
+    problems: list[str] = []
+    events = _with_object_payloads(events, problems)
+    last_seq = None
+    calls: Counter[tuple[int, int | None, object]] = Counter()
+    results: Counter[tuple[int, int | None, object]] = Counter()
+    result_order: dict[tuple[int, int | None], list[object]] = {}
+    turns: dict[int, str] = {}
+    steps: dict[tuple[int, int | None], str] = {}
+    for event in events:
+        where = f"seq {event.seq} ({event.kind}, turn {event.turn}, step {event.step}, call {event.call_id!r})"
+        if last_seq is not None and event.seq <= last_seq:
+            problems.append(f"{where}: sequence does not grow")
+        last_seq = event.seq
+        if event.kind == TURN_START:
+            if event.turn in turns:
+                problems.append(f"{where}: turn started twice")
+            turns[event.turn] = "open"
+            continue
+        if turns.get(event.turn) != "open":
+            problems.append(f"{where}: outside an open turn")
+        if event.kind == TURN_END:
+            turns[event.turn] = "ended"
+            continue
+        key = (event.turn, event.step)
+        if event.kind == STEP_START:
+            if key in steps:
+                problems.append(f"{where}: step started twice")
+            steps[key] = "open"
+            continue
+        if steps.get(key) != "open":
+            problems.append(f"{where}: outside an open step")
+        if event.kind == STEP_END:
+            steps[key] = "ended"
+        elif event.kind in (TOOL_CALL, TOOL_RESULT):
+            position = event.payload.get("index")
+            if event.kind == TOOL_CALL:
+                calls[(*key, position)] += 1
+            else:
+                if calls[(*key, position)] == 0:
+                    problems.append(f"{where}: result without a call")
+                results[(*key, position)] += 1
+                result_order.setdefault(key, []).append(position)
+    suspended: dict[tuple[int, int | None], int] = {(s.turn, s.step): s.parked[0] for s in read_steps(events).suspended()}
+    for call, count in calls.items():
+        if count > 1:
+            problems.append(f"turn {call[0]}, step {call[1]}, position {call[2]}: declared {count} times")
+        waiting = call[:2] in suspended and isinstance(call[2], int) and call[2] >= suspended[call[:2]]
+        if results[call] != 1 and not (
+            results[call] == 0 and steps.get(call[:2]) == "open" and (open_ok or waiting)
+        ):
+            problems.append(f"turn {call[0]}, step {call[1]}, position {call[2]}: {results[call]} results")
+    for key, order in result_order.items():
+        if order != sorted(order, key=lambda position: position if isinstance(position, int) else -1):
+            problems.append(f"turn {key[0]}, step {key[1]}: results out of model order {order}")
+    if not open_ok:
+        waiting_turns = {turn for turn, _ in suspended}
+        problems.extend(
+            f"turn {turn} is not ended" for turn, state in turns.items() if state == "open" and turn not in waiting_turns
+        )
+        problems.extend(
+            f"turn {key[0]}, step {key[1]} is not ended"
+            for key, state in steps.items()
+            if state == "open" and key not in suspended
+        )
+    problems.extend(_bodies_after_refusal(events))
+    return problems
+
+
+# The codes a call refused before its body ends with; anything else means the body may have run.
+_REFUSALS = frozenset({"DENIED", "UNAVAILABLE", "ABORTED_BEFORE_DISPATCH"})
+
+
+def _bodies_after_refusal(events: Sequence[SessionEvent]) -> list[str]:
+    refused: set[tuple[int, int | None, object]] = set()
+    problems: list[str] = []
+    for event in events:
+        key = (event.turn, event.step, event.payload.get("index"))
+        if event.kind == APPROVAL_DECIDED:  # the latest decision counts: a deferred call may be approved later
+            if event.payload.get("decision") == "approved":
+                refused.discard(key)
+            else:
+                refused.add(key)
+        elif event.kind == TOOL_RESULT and key in refused:
+            if event.payload.get("ok") is not False or event.payload.get("code") not in _REFUSALS:
+                code = "ok" if event.payload.get("ok") is not False else event.payload.get("code")
+                problems.append(
+                    f"seq {event.seq} (tool/result, turn {event.turn}, step {event.step}, call {event.call_id!r}): "
+                    f"ended {code} after its approval was refused (a body ran after a refusal)"
+                )
+    return problems
+
+
+def _with_object_payloads(events: Sequence[SessionEvent], problems: list[str]) -> list[SessionEvent]:
+    checked: list[SessionEvent] = []
+    for event in events:
+        if not isinstance(event.payload, dict):
+            problems.append(f"seq {event.seq} ({event.kind}): payload is not a JSON object")
+            event = replace(event, payload={})
+        checked.append(event)
+    return checked
+

@@ -1,0 +1,76 @@
+"""One audit record per call: who asked, what the model named, what was bound, what happened.
+
+Floor 2 (records).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from tether_clr.foundations.checks import optional_str
+from tether_clr.records.outcomes import ToolFailureCodes
+
+__all__ = ["AuditDecision", "ToolAuditRecord"]
+
+AuditDecision = Literal["dispatched", "refused"]
+_CODES = frozenset(code.value for code in ToolFailureCodes)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAuditRecord:
+    """The audit trail of one call of a batch.
+
+    ``requested_name`` is what the model sent; ``model_name`` the bound name
+    (they differ when the model used an alias). ``decision`` is
+    ``"dispatched"`` when the body started, else ``"refused"``; ``code`` is
+    ``None`` on success and one of the eight failure codes otherwise (a refused
+    call always has one); ``reason`` refines it. The identity and catalog
+    fields are ``None`` when the call ran against a plain ``seal()`` view.
+    """
+
+    request_id: str | None
+    tenant_id: str | None
+    principal_id: str | None
+    agent_id: str | None
+    registry_revision: int | None
+    policy_revision: int | None
+    requested_name: str
+    model_name: str | None
+    logical_name: str | None
+    version: str | None
+    schema_hash: str | None
+    call_id: str
+    decision: AuditDecision
+    code: str | None
+    reason: str | None
+    latency_ms: float
+
+    def __post_init__(self) -> None:
+        for name in ("request_id", "tenant_id", "principal_id", "agent_id", "model_name", "logical_name",
+                     "version", "schema_hash", "reason"):
+            optional_str(getattr(self, name), name)
+        # The model may send any name or call id, even an empty one; each is recorded as sent.
+        for name in ("requested_name", "call_id"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        for name in ("registry_revision", "policy_revision"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int or value < 0):
+                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+        if self.decision not in ("dispatched", "refused"):
+            raise ValueError(f"decision must be 'dispatched' or 'refused', got {self.decision!r}")
+        if self.code is not None and self.code not in _CODES:
+            raise ValueError(f"code must be one of the failure codes or None, got {self.code!r}")
+        if self.decision == "refused" and self.code is None:
+            raise ValueError("a refused call has a failure code")
+        latency = self.latency_ms
+        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not math.isfinite(latency) or latency < 0:
+            raise ValueError(f"latency_ms must be a finite non-negative number, got {latency!r}")
+
+    def as_json(self) -> dict[str, Any]:
+        record = asdict(self)
+        if self.code is not None:
+            record["code"] = str(self.code)
+        return record

@@ -1,0 +1,299 @@
+"""The records that flow through the pipeline: calls, executions, dispatches, outcomes.
+
+All of them are immutable. JSON payloads (arguments, result values) are stored as
+canonical text and handed out as fresh copies on every read, so no stage can
+change what another stage saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.foundations.json_values import canonical_json, to_json_text
+from tether_clr.foundations.text import is_valid_text, safe_text_or_value
+
+if TYPE_CHECKING:
+    from tether_clr.records.context import RequestContext
+    from tether_clr.records.scope import AgentPipelineScope
+
+__all__ = [
+    "FunctionResultContent",
+    "ToolCall",
+    "ToolDispatch",
+    "ToolExecution",
+    "ToolExecutionOutcome",
+    "ToolFailure",
+    "ToolFailureCodes",
+]
+
+
+class ToolFailureCodes(StrEnum):
+    """The stable failure vocabulary, spelled exactly as Tether spells it."""
+
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    INVALID_ARGS = "INVALID_ARGS"
+    TOOL_ERROR = "TOOL_ERROR"
+    ABORTED = "ABORTED"
+    ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
+    DENIED = "DENIED"
+    UNAVAILABLE = "UNAVAILABLE"
+    BLOCKED = "BLOCKED"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    """A failure: one of the eight stable ``code``s, a human ``message``, and an optional ``reason``.
+
+    ``reason`` is a machine-readable refinement of the code (``scope_revoked``,
+    ``result_too_large``, ...; see ``CATALOG_FAILURE_REASONS``); ``None`` when
+    the code says it all. The codes stay the vocabulary; a reason never replaces one.
+    """
+
+    code: ToolFailureCodes
+    message: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """What a model proposed: nothing about it is trusted yet.
+
+    ``arguments`` is the raw JSON text exactly as the model produced it.
+    ``invocation_context`` is opaque caller data passed through untouched.
+    ``argument_error`` carries a failure that happened before the call reached
+    us (a client that could not parse the model's argument text, like a MEAI
+    ``FunctionCallContent`` whose ``Exception`` is set): such a call ends
+    INVALID_ARGS with that message and never runs, whatever ``arguments`` holds.
+    """
+
+    call_id: str
+    name: str
+    arguments: str = "{}"
+    scope: AgentPipelineScope | None = None
+    parent_call_id: str | None = None
+    invocation_context: Any = None
+    argument_error: str | None = None
+
+    @classmethod
+    def from_function_call(
+        cls,
+        content: Mapping[str, Any],
+        *,
+        scope: AgentPipelineScope | None = None,
+        parent_call_id: str | None = None,
+        invocation_context: Any = None,
+    ) -> ToolCall:
+        """Build a call from the JSON dict shape of a Microsoft.Extensions.AI ``FunctionCallContent``.
+
+        ``{"$type": "functionCall", "callId": ..., "name": ..., "arguments": {...}}``;
+        a dict of arguments becomes canonical JSON text, a string is taken as raw
+        JSON. A .NET ``FunctionCallContent`` object is the .NET side's business
+        (``tether_clr.clr.function_call_to_tool_call``): the core never imports it.
+        """
+        if not isinstance(content, Mapping):
+            raise TypeError(
+                f"expected the dict shape of a FunctionCallContent, got {type(content).__name__}; "
+                "for a .NET FunctionCallContent use tether_clr.clr.function_call_to_tool_call"
+            )
+        call_id, name, arguments = content.get("callId"), content.get("name"), content.get("arguments")
+        kind = content.get("$type", "functionCall")
+        if kind != "functionCall":
+            raise ValueError(f'expected a functionCall content, got $type {kind!r}')
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise ValueError("a function call needs string callId and name")
+        if arguments is None:
+            raw = "{}"
+        elif isinstance(arguments, str):
+            raw = arguments
+        else:
+            try:
+                raw = to_json_text(arguments)
+            except TypeError:
+                # Model data JSON cannot hold (NaN, a lone surrogate): kept as the
+                # escaped text a model would have sent, which the pipeline refuses (INVALID_ARGS).
+                raw = json.dumps(arguments, ensure_ascii=True, allow_nan=True)
+        return cls(call_id, name, raw, scope, parent_call_id, invocation_context)
+
+    def invalid_text_fields(self) -> tuple[str, ...]:
+        """Which of ``call_id``, ``name``, ``arguments``, ``parent_call_id`` hold text that is not valid Unicode."""
+        return tuple(
+            field
+            for field, text in (
+                ("call_id", self.call_id),
+                ("name", self.name),
+                ("arguments", self.arguments),
+                ("parent_call_id", self.parent_call_id),
+            )
+            if isinstance(text, str) and not is_valid_text(text)
+        )
+
+    def recordable(self) -> ToolCall:
+        """This call, or a copy with each lone surrogate in its text written as ``\\udXXX``.
+
+        A model can send a lone surrogate (a raw one, or ``"\\ud800"`` in JSON it
+        produced); no sink can write it. The batch declares and answers the
+        recordable copy, so the declaration, the execution and the outcome all
+        carry the same, writable call id (see README, "Hostile input").
+        """
+        if not self.invalid_text_fields():
+            return self
+        return replace(
+            self,
+            call_id=safe_text_or_value(self.call_id),
+            name=safe_text_or_value(self.name),
+            arguments=safe_text_or_value(self.arguments),
+            parent_call_id=safe_text_or_value(self.parent_call_id),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecution:
+    """One call after resolution: what every pre/guard/post/policy stage sees.
+
+    ``arguments`` returns a new copy on each read: the parsed object, or, when the
+    raw text did not parse, that raw text as a JSON string. ``context`` is the
+    host's :class:`~tether_clr.RequestContext` of the snapshot the call runs
+    against (a ``ToolAssembly``), ``None`` for a plain ``seal()`` view; every
+    stage reaches it here, never through model arguments.
+    """
+
+    call_id: str
+    name: str
+    arguments_json: str
+    scope: AgentPipelineScope | None = None
+    cancellation: CancellationToken = field(default_factory=CancellationToken.none)
+    owner: Any = None
+    parent_call_id: str | None = None
+    invocation_context: Any = None
+    context: RequestContext | None = None
+
+    @classmethod
+    def create(
+        cls,
+        call_id: str,
+        name: str,
+        arguments: Any = None,
+        *,
+        scope: AgentPipelineScope | None = None,
+        cancellation: CancellationToken | None = None,
+        parent_call_id: str | None = None,
+        invocation_context: Any = None,
+        context: RequestContext | None = None,
+    ) -> ToolExecution:
+        return cls(
+            call_id=call_id,
+            name=name,
+            arguments_json=to_json_text({} if arguments is None else arguments),
+            scope=scope,
+            cancellation=cancellation or CancellationToken.none(),
+            owner=None if scope is None else scope.owner,
+            parent_call_id=parent_call_id,
+            invocation_context=invocation_context,
+            context=context,
+        )
+
+    @property
+    def arguments(self) -> Any:
+        return json.loads(self.arguments_json)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDispatch:
+    """What the execute waterfall passes down: the execution plus its token.
+
+    Execute listeners may only swap the cancellation token (for a timeout, say),
+    through :meth:`with_cancellation`; the execution itself is fixed.
+    """
+
+    execution: ToolExecution
+    cancellation: CancellationToken
+
+    def with_cancellation(self, cancellation: CancellationToken) -> ToolDispatch:
+        if not isinstance(cancellation, CancellationToken):
+            raise TypeError("cancellation must be a CancellationToken")
+        return replace(self, cancellation=cancellation)
+
+
+class FunctionResultContent(BaseModel):
+    """Python record of Microsoft.Extensions.AI's ``FunctionResultContent``.
+
+    Serialises as ``{"$type": "functionResult", "callId": ..., "result": ...}``;
+    ``exception`` is informational and, like the .NET property, never serialised.
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    type: Literal["functionResult"] = Field(default="functionResult", alias="$type")
+    call_id: str = Field(alias="callId")
+    result: Any = None
+    exception: str | None = Field(default=None, exclude=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionOutcome:
+    """The terminal result of one call: a value, or a failure with a stable code.
+
+    On failure ``value`` is ``{"message": ...}`` so a model always receives
+    something it can read. Built through :meth:`success` and :meth:`failed`, an
+    outcome always serializes (``to_function_result().to_json()``) and can be
+    recorded by any sink: its text is valid Unicode and its value is JSON.
+    """
+
+    call_id: str
+    name: str
+    value_json: str
+    failure: ToolFailure | None = None
+
+    @classmethod
+    def success(cls, call_id: str, name: str, value: Any) -> ToolExecutionOutcome:
+        """A successful outcome; raises ``TypeError`` (only) when ``value`` cannot become JSON without loss.
+
+        See :func:`tether_clr.to_json_value` for what is converted.
+        """
+        return cls(safe_text_or_value(call_id), safe_text_or_value(name), to_json_text(value))
+
+    @classmethod
+    def failed(
+        cls, call_id: str, name: str, code: ToolFailureCodes | str, message: str, reason: str | None = None
+    ) -> ToolExecutionOutcome:
+        """A failed outcome; a lone surrogate in the message (or id, name) is written as ``\\udXXX``.
+
+        ``reason`` is the machine-readable refinement of ``code``, if any.
+        """
+        code = ToolFailureCodes(code)
+        message = safe_text_or_value(message)
+        return cls(
+            safe_text_or_value(call_id), safe_text_or_value(name), canonical_json({"message": message}),
+            ToolFailure(code, message, reason),
+        )
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.value_json)
+
+    @property
+    def is_error(self) -> bool:
+        return self.failure is not None
+
+    @property
+    def code(self) -> ToolFailureCodes | None:
+        return None if self.failure is None else self.failure.code
+
+    @property
+    def reason(self) -> str | None:
+        """The failure's machine-readable refinement, if any (``None`` on success)."""
+        return None if self.failure is None else self.failure.reason
+
+    def to_function_result(self) -> FunctionResultContent:
+        exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"
+        return FunctionResultContent.model_validate({"callId": self.call_id, "result": self.value, "exception": exception})

@@ -1,0 +1,2 @@
+"""Layer 2: the Tool protocol, registration predicates, and PythonFunction.
+"""
