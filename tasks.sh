@@ -4,7 +4,7 @@
 #   ./tasks.sh demo    set up, then run the main job: tether-clr run on examples/mixed.json (Python and C# tools, SQLite log)
 #   ./tasks.sh test    set up, then run the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
-#   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the README tables
+#   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the tables in docs/benchmarks.md
 #   ./tasks.sh setup   only set up
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
@@ -181,10 +181,10 @@ case "$cmd" in
   setup) setup ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.cli.demo "$@" ;;
   test)  setup; ensure_postgres; run_tests "$@" ;;
-  bench) setup test,bench; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-readme "$@"
-         "$PY" benchmarks/catalog.py --write-readme "$@"
-         if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-readme "$@"; fi
-         "$PY" benchmarks/stores.py --write-readme
-         "$PY" benchmarks/peers.py --write-readme ;;
+  bench) setup test,bench; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-docs "$@"
+         "$PY" benchmarks/catalog.py --write-docs "$@"
+         if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-docs "$@"; fi
+         "$PY" benchmarks/stores.py --write-docs
+         "$PY" benchmarks/peers.py --write-docs ;;
   *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

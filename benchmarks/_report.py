@@ -1,4 +1,4 @@
-"""Shared plumbing for the benchmarks: timing loops, Markdown tables, README sections."""
+"""Shared plumbing for the benchmarks: timing loops, Markdown tables, the sections of docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 
 import anyio
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+# The page whose <!-- bench:NAME --> sections the benchmarks rewrite (the README held them before).
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
 async def per_call_us(fn: Callable[[], Awaitable[object]], calls_per_round: int, rounds: int) -> float:
@@ -98,26 +99,38 @@ def machine_line() -> str:
     return f"Python {platform.python_version()} on {platform.machine()}, {platform.system()} ({sys.implementation.name})"
 
 
-def write_readme_section(name: str, body: str) -> None:
-    """Replace the text between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``."""
-    text = README.read_text(encoding="utf-8")
+def write_docs_section(name: str, body: str, page: Path | None = None) -> None:
+    """Replace the text between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` in ``page`` (docs/benchmarks.md)."""
+    page = page or DOCS
+    text = page.read_text(encoding="utf-8")
     pattern = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.S)
     if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- bench:{name} --> section")
-    README.write_text(pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text), encoding="utf-8")
+        raise SystemExit(f"{page.name} has no <!-- bench:{name} --> section")
+    page.write_text(pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text), encoding="utf-8")
+
+
+def add_write_docs_flag(parser: argparse.ArgumentParser, section: str) -> None:
+    """``--write-docs`` (and its old name ``--write-readme``, kept so scripts keep working): ``args.write_docs``."""
+    parser.add_argument("--write-docs", "--write-readme", dest="write_docs", action="store_true",
+                        help=f"replace the {section} section of docs/benchmarks.md with this run's report")
+
+
+def parse_cli(doc: str | None, section: str, argv: list[str] | None = None) -> argparse.Namespace:
+    """The shared command line: ``[--write-docs] [--rounds N] [--backend asyncio|trio]``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_write_docs_flag(parser, section)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    return parser.parse_args(argv)
 
 
 def run_cli(main: Callable[[bool, int, str], Awaitable[Any]], doc: str | None, section: str) -> None:
-    """The shared command line: ``[--write-readme] [--rounds N] [--backend asyncio|trio]``."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write-readme", action="store_true", help=f"replace the README's {section} benchmark section")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
-    args = parser.parse_args()
-    anyio.run(main, args.write_readme, args.rounds, args.backend, backend=args.backend)
+    """Parse the shared command line and run ``main(write_docs, rounds, backend)`` on that backend."""
+    args = parse_cli(doc, section)
+    anyio.run(main, args.write_docs, args.rounds, args.backend, backend=args.backend)
 
 
 def publish(section: str, report: str, write: bool) -> None:
     print(report)
     if write:
-        write_readme_section(section, report)
+        write_docs_section(section, report)

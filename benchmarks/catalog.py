@@ -1,6 +1,6 @@
 """Catalog governance costs: ``assemble`` at growing catalog sizes, and re-authorization per call.
 
-    .venv/bin/python benchmarks/catalog.py [--backend asyncio|trio] [--write-readme]
+    .venv/bin/python benchmarks/catalog.py [--backend asyncio|trio] [--write-docs]
 
 Assembly: a registry of N tool versions (N/2 tools with two versions each;
 every fourth tool needs a scope the principal lacks, every eighth is for
@@ -138,7 +138,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
     reauth = table(["re-authorization", "check µs per call", "pre-body step µs per call (incl. scope lookup)"],
                    await reauthorization_rows(rounds))
     report = (
-        f"Measured with `.venv/bin/python benchmarks/catalog.py --write-readme` ({backend}; {machine_line()}; "
+        f"Measured with `.venv/bin/python benchmarks/catalog.py --write-docs` ({backend}; {machine_line()}; "
         f"best of {rounds} rounds).\n\n{assembly}\n\n{reauth}\n"
     )
     publish("catalog", report, write)

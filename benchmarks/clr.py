@@ -1,6 +1,6 @@
 """Overhead of a .NET tool call through the full pipeline, and overlap of async .NET tools.
 
-    .venv/bin/python benchmarks/clr.py [--backend asyncio|trio] [--write-readme]
+    .venv/bin/python benchmarks/clr.py [--backend asyncio|trio] [--write-docs]
 
 Overhead: the C# fixture ``Calculator.Add`` called (a) directly through
 pythonnet, synchronously, (b) through the bridge alone (``ClrFunction.invoke``:
@@ -74,7 +74,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
     overhead = table(["path", "µs per call", "vs direct"], await overhead_rows(functions, rounds))
     overlap = table(["max_parallelism", "wall ms (8 × 100 ms)", "speed-up", "ideal ms"], await overlap_rows(functions, max(1, rounds // 2)))
     report = (
-        f"Measured with `.venv/bin/python benchmarks/clr.py --write-readme` ({backend}; {runtime.description}; "
+        f"Measured with `.venv/bin/python benchmarks/clr.py --write-docs` ({backend}; {runtime.description}; "
         f"{machine_line()}; best of {rounds} rounds).\n\n{overhead}\n\n{overlap}\n"
     )
     publish("clr", report, write)

@@ -1,6 +1,6 @@
 """tether_clr's per-call cost side by side with its peers, in one process run.
 
-    .venv/bin/python benchmarks/peers.py [--quick] [--runs N] [--rounds N] [--only tether] [--write-readme]
+    .venv/bin/python benchmarks/peers.py [--quick] [--runs N] [--rounds N] [--only tether] [--write-docs]
 
 Every row calls the same no-op tool, ``async def echo(text: str) -> str``, with
 the same raw JSON arguments ``{"text": "hi"}``, on asyncio. Each row is timed
@@ -46,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from _report import Timer, machine_line, table, write_readme_section  # noqa: E402
+from _report import Timer, add_write_docs_flag, machine_line, table, write_docs_section  # noqa: E402
 
 from tether_clr import (  # noqa: E402
     CancellationToken,
@@ -452,7 +452,7 @@ def render(suite: Suite, runtime: str | None, memory: list[tuple[int, float]], a
     main = table(["path", "CPU µs per call", "wall µs per call", "CPU vs pydantic floor"],
                  [[r.label, f"{r.us('cpu'):.1f}", f"{r.us('wall'):.1f}", f"{r.us('cpu') / floor:.1f}x" if floor else "-"] for r in measured])
     parts = [
-        f"Measured with `./tasks.sh bench` (`benchmarks/peers.py --write-readme`) on {datetime.date.today().isoformat()}: "
+        f"Measured with `./tasks.sh bench` (`benchmarks/peers.py --write-docs`) on {datetime.date.today().isoformat()}: "
         f"asyncio; {machine_line()}; {cpu()}; best of {args.rounds} rounds of at least {args.min_round:g} s "
         f"(wall clock and process CPU time each), median of {args.runs} runs; a plain Python loop ran at "
         f"{python_speed_ns():.0f} ns per iteration. Versions: {versions()}.",
@@ -515,7 +515,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--memory-calls", type=int, default=100_000, help="one-call batches for the memory row (0: skip)")
     parser.add_argument("--only", choices=["all", "tether"], default="all", help="'tether': floors and tether_clr rows only")
     parser.add_argument("--no-clr", dest="clr", action="store_false", help="skip the .NET rows")
-    parser.add_argument("--write-readme", action="store_true", help="replace the README's peers benchmark section")
+    add_write_docs_flag(parser, "peers")
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.rounds, args.min_round, args.memory_calls = 1, 2, 0.02, min(args.memory_calls, 2_000)
@@ -526,5 +526,5 @@ if __name__ == "__main__":
     arguments = parse_args()
     report = asyncio.run(main(arguments))
     print(report)
-    if arguments.write_readme:
-        write_readme_section(SECTION, report)
+    if arguments.write_docs:
+        write_docs_section(SECTION, report)

@@ -1,6 +1,6 @@
 """Per-call overhead of the full pipeline, and the speed-up of a parallel batch.
 
-    .venv/bin/python benchmarks/pipeline.py [--backend asyncio|trio] [--write-readme]
+    .venv/bin/python benchmarks/pipeline.py [--backend asyncio|trio] [--write-docs]
 
 Overhead: a no-op async tool through ``execute_batch`` (batches of 1 and of 100
 calls, with 0 and with 3 listeners: one pre-execute, one guard, one
@@ -87,7 +87,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
     overhead = table(["path", "listeners", "calls per batch", "µs per call", "vs bare await"], await overhead_rows(rounds))
     speedup = table(["max_parallelism", "wall ms (32 × 20 ms)", "speed-up", "ideal ms"], await parallel_rows(max(1, rounds // 2)))
     report = (
-        f"Measured with `.venv/bin/python benchmarks/pipeline.py --write-readme` ({backend}; {machine_line()}; best of {rounds} rounds).\n\n"
+        f"Measured with `.venv/bin/python benchmarks/pipeline.py --write-docs` ({backend}; {machine_line()}; best of {rounds} rounds).\n\n"
         f"{overhead}\n\n{speedup}\n"
     )
     publish("pipeline", report, write)

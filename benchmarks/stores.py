@@ -1,6 +1,6 @@
 """The session log's cost per call: each store, at both durability levels, with and without group commit.
 
-    .venv/bin/python benchmarks/stores.py [--backend asyncio|trio] [--rounds N] [--write-readme]
+    .venv/bin/python benchmarks/stores.py [--backend asyncio|trio] [--rounds N] [--write-docs]
 
 A no-op concurrency-safe tool ``echo`` (and the same body registered EXCLUSIVE as
 ``solo``) runs through ``execute_batch`` with no sink (the pipeline's own cost),
@@ -171,7 +171,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
         "; no PostgreSQL rows (no `$TETHER_POSTGRES_DSN`)"
     )
     report = (
-        f"Measured with `./tasks.sh bench` (`benchmarks/stores.py --write-readme`; {backend}; {machine_line()}; "
+        f"Measured with `./tasks.sh bench` (`benchmarks/stores.py --write-docs`; {backend}; {machine_line()}; "
         f"{stores_line}; wall clock, best of {rounds * ROUNDS_FACTOR} rounds; each store row's rounds alternate with as many "
         f"no-sink rounds, and the row is compared with the best of those; the first table is the best no-sink round of "
         f"each shape over the whole run).\n\n{pipeline}\n\n{log}\n\n{goals}\n"

@@ -1,10 +1,14 @@
-"""The peers benchmark's tether-only smoke run works without the bench extra (no timing is asserted)."""
+"""The benchmarks run without the bench extra (no timing is asserted) and write their tables into docs/benchmarks.md."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,3 +61,35 @@ def test_stores_benchmark_runs_a_logged_batch_and_reports_the_target(tmp_path: P
              for shape, *_ in bench.SHAPES for group in (True, False)}
     rows = bench.targets(costs, {shape: 100.0 for shape, *_ in bench.SHAPES})
     assert rows[0][1:] == ["0.50x", "<= 1x", "yes"]
+
+
+def _bench_module(name: str) -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_tables_are_written_into_docs_benchmarks_md(tmp_path: Path) -> None:
+    report = _bench_module("_report")
+    assert report.DOCS == ROOT / "docs" / "benchmarks.md" and report.DOCS.is_file()
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# B\n\n<!-- bench:a -->\nold a\n<!-- /bench:a -->\n\nprose\n\n<!-- bench:b -->\nold b\n<!-- /bench:b -->\n",
+                    encoding="utf-8")
+    report.write_docs_section("a", "new a\n| t |\n", page)
+    assert page.read_text(encoding="utf-8") == ("# B\n\n<!-- bench:a -->\nnew a\n| t |\n<!-- /bench:a -->\n\nprose\n\n"
+                                                "<!-- bench:b -->\nold b\n<!-- /bench:b -->\n")
+    with pytest.raises(SystemExit, match="no <!-- bench:c --> section"):
+        report.write_docs_section("c", "x", page)
+
+
+def test_write_docs_is_the_flag_and_write_readme_still_works() -> None:
+    report = _bench_module("_report")
+    assert report.parse_cli(None, "pipeline", ["--write-docs"]).write_docs is True
+    assert report.parse_cli(None, "pipeline", ["--write-readme"]).write_docs is True
+    assert report.parse_cli(None, "pipeline", []).write_docs is False
+    peers = _bench_module("peers")
+    assert peers.parse_args(["--quick", "--write-readme"]).write_docs is True
+    assert peers.parse_args(["--write-docs"]).write_docs is True
+    assert peers.parse_args([]).write_docs is False
