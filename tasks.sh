@@ -2,7 +2,8 @@
 # tether_clr's one entry point: each command installs what it needs, then runs.
 #
 #   ./tasks.sh demo    set up, then run the main job: tether-clr run on examples/mixed.json (Python and C# tools, SQLite log)
-#   ./tasks.sh test    set up, then run the whole test suite: on Mono, the .NET tests again on
+#   ./tasks.sh test    set up, then check the layers (import-linter) and the types (mypy --strict), and run
+#                      the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the tables in docs/benchmarks.md
 #   ./tasks.sh setup   only set up
@@ -154,6 +155,10 @@ ensure_postgres() {
 # All tests on Mono (or whatever `auto` finds), then the .NET ones (`-m dotnet`) on CoreCLR.
 run_tests() {
   cd "$ROOT"
+  say "import-linter: the layers of docs/architecture.md"
+  "$VENV/bin/lint-imports" --config "$ROOT/pyproject.toml"
+  say "mypy --strict tether_clr"
+  "$PY" -m mypy tether_clr
   local first=auto root; root="$(coreclr_root)"
   if command -v mono >/dev/null 2>&1; then first=mono; fi
   say "pytest, .NET runtime: $first"

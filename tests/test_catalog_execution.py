@@ -376,7 +376,7 @@ async def test_a_batch_aborted_by_its_sink_still_audits_the_calls_that_reached_a
 
 
 async def test_without_an_audit_listener_no_audit_record_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tether_clr.execution.batch as batch
+    import tether_clr.execution.auditing as batch
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("an audit record was built without an audit listener")

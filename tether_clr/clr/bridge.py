@@ -18,7 +18,7 @@ _bridge: Any = None
 
 def clr_add_reference(path: Path) -> Any:
     """``clr.AddReference`` by path: loads the assembly and makes its namespaces importable."""
-    import clr  # type: ignore[import-not-found]
+    import clr
 
     return clr.AddReference(str(path))
 
@@ -30,7 +30,7 @@ def bridge() -> Any:
         if _bridge is None:
             load_runtime()
             clr_add_reference(build_bridge())
-            from Tether import Bridge  # type: ignore[import-not-found]
+            from Tether import Bridge
 
             _bridge = SimpleNamespace(
                 TaskBridge=Bridge.TaskBridge,

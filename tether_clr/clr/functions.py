@@ -186,7 +186,7 @@ def _dotnet_value(value: Any, what: str) -> Any:
     can deadlock a Mono garbage collection against the GIL. So only .NET objects
     and the JSON scalars (converted here, on the caller's thread) are accepted.
     """
-    import System  # type: ignore[import-not-found]
+    import System
 
     if value is None:
         return None
@@ -228,7 +228,7 @@ def _dotnet_context(context: Mapping[Any, Any] | None) -> Any:
     if context is None:
         return None
     from System import Object
-    from System.Collections.Generic import Dictionary  # type: ignore[import-not-found]
+    from System.Collections.Generic import Dictionary
 
     dictionary = Dictionary[Object, Object]()
     for key, value in context.items():

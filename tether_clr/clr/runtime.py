@@ -86,7 +86,7 @@ def _choose(kind: RuntimeKind) -> Literal["mono", "coreclr"]:
 
 
 def _describe(kind: str) -> str:
-    import System  # type: ignore[import-not-found]
+    import System
 
     if kind == "mono":
         mono = System.Type.GetType("Mono.Runtime")
@@ -137,7 +137,7 @@ def load_runtime(kind: RuntimeKind | None = None) -> ClrRuntime:
                         pythonnet.load("mono")
                 except Exception as exc:
                     raise ClrUnavailableError(f"loading {chosen} through pythonnet failed: {exc}; {INSTALL_HINT}") from exc
-        import clr  # type: ignore[import-not-found]  # noqa: F401  (makes .NET namespaces importable)
+        import clr  # noqa: F401  (makes .NET namespaces importable)
 
         _loaded = ClrRuntime(chosen, _describe(chosen))
         logger.info("hosting %s", _loaded.description)

@@ -51,10 +51,11 @@ import anyio.lowlevel
 
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import SealedToolCatalogView
+from tether_clr.execution.auditing import audit_record, tell_auditors
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.hooks import HookSet, RecordingApproval
 from tether_clr.execution.listeners import ListenerSnapshot
-from tether_clr.execution.pipeline import CallPipeline, maybe_await
+from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.execution.pool import Pool, Slot, Worker
 from tether_clr.execution.ports import (
     ApprovalProvider,
@@ -70,7 +71,6 @@ from tether_clr.foundations.errors import (
     SinkError,
 )
 from tether_clr.foundations.text import describe_exception
-from tether_clr.records.audit import ToolAuditRecord
 from tether_clr.records.decisions import ApprovalResult, ToolExecutionMode
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
@@ -564,32 +564,7 @@ class BatchRun:
     async def _audit_call(self, slot: Slot, outcome: ToolExecutionOutcome) -> None:
         """One :class:`ToolAuditRecord` per call, to every audit listener; their failures are contained."""
         slot.audited = True
-        view, entry = self._view, slot.entry
-        context, binding = view.context, (None if entry is None else view.binding_of(entry))
-        failure = outcome.failure
-        record = ToolAuditRecord(
-            request_id=None if context is None else context.request_id,
-            tenant_id=None if context is None else context.tenant_id,
-            principal_id=None if context is None else context.principal_id,
-            agent_id=None if context is None else context.agent_id,
-            registry_revision=view.registry_revision,
-            policy_revision=view.policy_revision,
-            requested_name=slot.call.name if slot.execution is None else slot.execution.name,
-            model_name=None if entry is None else entry.name,
-            logical_name=None if binding is None else binding.logical_name,
-            version=None if binding is None else binding.version,
-            schema_hash=None if binding is None else binding.schema_hash,
-            call_id=slot.call.call_id if slot.execution is None else slot.execution.call_id,
-            decision="dispatched" if slot.dispatched else "refused",
-            code=None if failure is None else str(failure.code),
-            reason=None if failure is None else failure.reason,
-            latency_ms=max(0.0, (time.perf_counter() - slot.started) * 1000.0),
-        )
-        for listener in self._audit:
-            try:
-                await maybe_await(listener(record))
-            except Exception:
-                logger.exception("audit listener raised for call %r; ignored", record.call_id)
+        await tell_auditors(self._audit, audit_record(self._view, slot, outcome))
 
 
 async def _already_approved(execution: ToolExecution, reason: str | None) -> ApprovalResult:

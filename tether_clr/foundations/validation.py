@@ -93,7 +93,9 @@ class ArgumentValidator:
 
     @property
     def schema(self) -> dict[str, Any]:
-        return json.loads(self.schema_json)
+        """A fresh copy of the checked schema (a JSON object)."""
+        schema: dict[str, Any] = json.loads(self.schema_json)
+        return schema
 
     def error_for(self, arguments: Any) -> str | None:
         """The most relevant validation error, or None when the arguments fit.

@@ -164,7 +164,8 @@ class PythonFunction:
 
     @property
     def json_schema(self) -> dict[str, Any]:
-        return detach(self._binder.schema)
+        schema: dict[str, Any] = detach(self._binder.schema)
+        return schema
 
     async def invoke(self, arguments: dict[str, Any], cancellation: CancellationToken) -> Any:
         args, kwargs = self._binder.bind(arguments, cancellation)

@@ -174,7 +174,7 @@ class PostgresSessionStore(SqlSessionStore):
         db = self._db
 
         def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            cursor = db.execute(_PLACEHOLDER.sub("%s", sql), params)  # type: ignore[arg-type]
+            cursor = db.execute(_PLACEHOLDER.sub("%s", sql), params)
             return cursor.fetchall() if cursor.description is not None else []
 
         with db.transaction():
