@@ -71,6 +71,7 @@ from tether_clr.foundations.json_values import (
 )
 from tether_clr.foundations.text import describe_exception
 from tether_clr.foundations.versions import SemVer, parse_version
+from tether_clr.loop import StepLoop, StepResult
 from tether_clr.recording.session.events import (
     EVENT_KINDS,
     SessionEvent,
@@ -167,6 +168,8 @@ __all__ = [
     "SqliteSessionStore",
     "SqliteToolLog",
     "StatusTransition",
+    "StepLoop",
+    "StepResult",
     "TetherError",
     "Tool",
     "ToolArgumentError",

@@ -32,7 +32,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from tether_clr.execution.ports import current_declaration
+from tether_clr.execution.ports import ForwardingSink, ToolCallSink, current_declaration
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = ["DisplaySink", "StepView", "outcome_status", "shorten"]
@@ -168,46 +168,33 @@ class StepView:
         self._refresh()
 
 
-class DisplaySink:
-    """A step's sink with the live view attached: each hook reaches ``inner`` first, then the view.
+class DisplaySink(ForwardingSink):
+    """A step's sink with the live view attached: each hook reaches the wrapped sink first, then the view.
 
-    A failure of ``inner`` propagates unchanged (``execute_batch`` turns it into
-    :class:`~tether_clr.SinkError`), so the view never shows what was not recorded.
+    A failure of the wrapped sink propagates unchanged (``execute_batch`` turns it
+    into :class:`~tether_clr.SinkError`), so the view never shows what was not
+    recorded. Every other hook is forwarded by :class:`~tether_clr.ForwardingSink`.
     """
 
-    def __init__(self, inner: Any, view: StepView) -> None:
-        self._inner = inner
+    def __init__(self, inner: ToolCallSink, view: StepView) -> None:
+        super().__init__(inner)
         self._view = view
 
-    @property
-    def parks_approvals(self) -> bool:
-        """Whatever the wrapped sink says: a parked call lives in its log, not in the view."""
-        return getattr(self._inner, "parks_approvals", False) is True
-
-    async def batch_started(self, calls: Sequence[ToolCall]) -> None:
-        await self._inner.batch_started(calls)
-
     async def call_declared(self, call: ToolCall) -> None:
-        await self._inner.call_declared(call)
+        await super().call_declared(call)
         self._view.declared(call)
 
     async def approval_asked(self, execution: ToolExecution, reason: str | None) -> None:
-        await self._inner.approval_asked(execution, reason)
+        await super().approval_asked(execution, reason)
         self._view.asked(execution, reason)
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None:
-        await self._inner.approval_decided(execution, result)
+        await super().approval_decided(execution, result)
         self._view.decided(execution, result)
 
-    async def flush(self) -> None:
-        await self._inner.flush()
-
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
-        await self._inner.outcome_ready(outcome)
+        await super().outcome_ready(outcome)
         self._view.finished(outcome)
-
-    async def batch_finished(self) -> None:
-        await self._inner.batch_finished()
 
 
 def arguments_text(arguments_json: str) -> str:

@@ -2,10 +2,11 @@
 
 For every turn: ``begin_turn`` (its ``turn/start`` records the run's settings
 and where in the script the turn is: :class:`RunSettings`); for every step:
-the catalog is assembled for the run's :class:`RequestContext` (so governance,
-feature flags and deny rules apply per step, as they would per model request),
-the step's calls run as one batch with the session store's step sink (wrapped
-by the live view), and the outcomes are shown; the turn's text is printed and
+:class:`~tether_clr.loop.StepLoop` assembles the catalog for the run's
+:class:`RequestContext` (so governance, feature flags and deny rules apply per
+step, as they would per model request) and runs the step's calls as one batch
+with the session store's step sink (wrapped by the live view), and the outcomes
+are shown; the turn's text is printed and
 the turn ended. A tool's failure is an outcome like any other; an
 infrastructure fault (the store, a result policy) propagates and stops the run.
 
@@ -17,7 +18,7 @@ suspends the run: :attr:`RunResult.suspended` says where, and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,10 +28,10 @@ from tether_clr.cli.approval import TerminalApprover
 from tether_clr.cli.display import DisplaySink, StepView
 from tether_clr.cli.script import Script
 from tether_clr.execution.ports import ToolCallSink
+from tether_clr.loop import StepLoop
 from tether_clr.recording.session.protocol import SessionStore
 from tether_clr.records.context import RequestContext
-from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
-from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.outcomes import ToolExecutionOutcome
 from tether_clr.records.suspension import BatchSuspended
 from tether_clr.registry import ToolRegistry
 
@@ -115,10 +116,12 @@ class _Start:
     step: int
 
 
-def _watch(registry: ToolRegistry, view: StepView) -> None:
+def _watched(registry: ToolRegistry, view: StepView) -> StepView:
+    """``view``, which a terminal approver now prompts over."""
     approver = registry.approval
     if isinstance(approver, TerminalApprover):
         approver.view = view
+    return view
 
 
 async def run_script(
@@ -134,32 +137,27 @@ async def run_script(
     start: _Start | None = None,
 ) -> RunResult:
     """Run the turns of ``script`` in session ``session_id`` (from ``start``, when continuing); see the module docstring."""
-    scope = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
+    loop = StepLoop(registry, store, session_id, context, max_parallelism=max_parallelism)
     turns: list[int] = []
     steps: list[tuple[ToolExecutionOutcome, ...]] = []
     for index in range(0 if start is None else start.script_turn, len(script.turns)):
         turn = script.turns[index]
         if start is not None and index == start.script_turn:
+            loop.continue_turn(start.turn, start.step)
             number, first_step = start.turn, start.step
         else:
-            number = await store.begin_turn(session_id, None if settings is None else settings.note(index))
-            first_step = 0
+            number, first_step = await loop.begin_turn(None if settings is None else settings.note(index)), 0
         turns.append(number)
         for step_index in range(first_step, len(turn.steps)):
-            calls = turn.steps[step_index]
-            view = StepView(console, number, step_index + 1, calls)
-            _watch(registry, view)
-            catalog = registry.assemble(context, scope)
-            sink = DisplaySink(store.sink(session_id, number, step_index + 1), view)
+            view = _watched(registry, StepView(console, number, step_index + 1, turn.steps[step_index]))
             with view.live():
-                outcomes = await registry.execute_batch(calls, catalog, max_parallelism=max_parallelism, sink=sink)
-            if isinstance(outcomes, BatchSuspended):
-                steps.append(outcomes.delivered)
-                return RunResult(session_id, tuple(turns), tuple(steps), Suspension(number, step_index + 1, index, outcomes))
-            steps.append(tuple(outcomes))
+                result = await loop.run_step(turn.steps[step_index], wrap_sink=_display(view))
+            steps.append(result.outcomes)
+            if result.suspended is not None:
+                return RunResult(session_id, tuple(turns), tuple(steps), Suspension(result.turn, result.step, index, result.suspended))
         if turn.text is not None:
             console.print(f"[bold]model:[/bold] {turn.text}", highlight=False)
-        await store.end_turn(session_id, number)
+        await loop.end_turn()
     return RunResult(session_id, tuple(turns), tuple(steps))
 
 
@@ -180,25 +178,22 @@ async def continue_script(
     delivered before it was suspended from the outcomes the resumed batch returns first.
     """
     turn, step, script_turn = suspended_at
-    context = settings.context
-    scope = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
-    calls: tuple[ToolCall, ...] = script.turns[script_turn].steps[step - 1]
-    view = StepView(console, turn, step, calls)
-    _watch(registry, view)
-    catalog = registry.assemble(context, scope)
-
-    def display(sink: ToolCallSink) -> ToolCallSink:
-        return DisplaySink(sink, view)
-
+    loop = StepLoop(registry, store, session_id, settings.context, max_parallelism=settings.max_parallelism)
+    view = _watched(registry, StepView(console, turn, step, script.turns[script_turn].steps[step - 1]))
     with view.live():
-        outcomes = await registry.resume(
-            store, session_id, decisions, catalog, max_parallelism=settings.max_parallelism, wrap_sink=display
-        )
-        view.recorded(outcomes.delivered if isinstance(outcomes, BatchSuspended) else outcomes)
-    if isinstance(outcomes, BatchSuspended):
-        return RunResult(session_id, (turn,), (outcomes.delivered,), Suspension(turn, step, script_turn, outcomes))
+        result = await loop.resume(decisions, wrap_sink=_display(view), suspended_at=(turn, step))
+        view.recorded(result.outcomes)
+    if result.suspended is not None:
+        return RunResult(session_id, (turn,), (result.outcomes,), Suspension(turn, step, script_turn, result.suspended))
     rest = await run_script(
-        script, registry, store, session_id, context, console,
+        script, registry, store, session_id, settings.context, console,
         max_parallelism=settings.max_parallelism, settings=settings, start=_Start(script_turn, turn, step),
     )
-    return RunResult(session_id, rest.turns, (tuple(outcomes), *rest.steps), rest.suspended)
+    return RunResult(session_id, rest.turns, (result.outcomes, *rest.steps), rest.suspended)
+
+
+def _display(view: StepView) -> Callable[[ToolCallSink], ToolCallSink]:
+    def wrap(sink: ToolCallSink) -> ToolCallSink:
+        return DisplaySink(sink, view)
+
+    return wrap
