@@ -1,1 +1,1 @@
-"""Example tools and scripts for ``tether-clr run`` (see README, "The tether-clr command")."""
+"""Example tools and scripts for ``tether-clr run`` (see docs/cli.md)."""

@@ -175,7 +175,7 @@ class _MemorySink:
 
 
 async def test_deferred_with_a_sink_that_is_not_a_session_log_fails_closed() -> None:
-    """README: "Parking needs a sink that records approvals (a session store's); with any other
+    """docs/session-log.md: "Parking needs a sink that records approvals (a session store's); with any other
     sink (or none) DEFERRED fails closed: the call ends UNAVAILABLE, reason approval_deferred".
     A sink with approval hooks but no log cannot be resumed: parking into it loses the call."""
     bodies: list[str] = []

@@ -2,7 +2,7 @@
 
 Floor 6 (an adapter): it drives the public API (the registry, the pipeline, the
 session stores, the .NET host) and nothing below imports it. Built with click;
-rich draws the live table. See README, "The tether-clr command".
+rich draws the live table. See docs/cli.md.
 """
 
 from tether_clr.cli.app import (

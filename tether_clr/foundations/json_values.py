@@ -171,7 +171,7 @@ def _unsupported(value: Any) -> JsonConversionError:
     kind = type(value).__name__
     if hasattr(value, "__next__") or hasattr(value, "__anext__"):
         return JsonConversionError(f"{kind} is an iterator, which would be consumed; return a list")
-    return JsonConversionError(f"{kind} is not a JSON value (see the conversion rules in the README)")
+    return JsonConversionError(f"{kind} is not a JSON value (see the conversion rules in docs/hostile-input.md)")
 
 
 class _Converter:

@@ -208,7 +208,7 @@ class SqliteToolLog:
     an older version is migrated in place (columns added; nothing rewritten).
 
     Text that is not valid Unicode is written with each lone surrogate as
-    ``\\udXXX`` (see README, "Hostile input"), so a record is never refused.
+    ``\\udXXX`` (see docs/hostile-input.md), so a record is never refused.
     """
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 5.0, open_timeout: float = 10.0) -> None:

@@ -140,7 +140,7 @@ class ToolCall:
         A model can send a lone surrogate (a raw one, or ``"\\ud800"`` in JSON it
         produced); no sink can write it. The batch declares and answers the
         recordable copy, so the declaration, the execution and the outcome all
-        carry the same, writable call id (see README, "Hostile input").
+        carry the same, writable call id (see docs/hostile-input.md).
         """
         if not self.invalid_text_fields():
             return self
