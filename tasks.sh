@@ -6,7 +6,7 @@
 #                      the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the tables in docs/benchmarks.md
-#   ./tasks.sh setup   only set up
+#   ./tasks.sh setup [EXTRAS]  only set up (EXTRAS: the package extras, default test; e.g. test,bench)
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
 # .NET SDK is installed), the virtualenv in .venv, the package with its test
@@ -183,7 +183,7 @@ meai_dir() {
 
 cmd="${1:-}"; shift || true
 case "$cmd" in
-  setup) setup ;;
+  setup) setup "$@" ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.cli.demo "$@" ;;
   test)  setup; ensure_postgres; run_tests "$@" ;;
   bench) setup test,bench; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-docs "$@"
