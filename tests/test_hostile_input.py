@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import add, call
+from tests.support import add, call
 from tether_clr import (
     ArgumentLimits,
     InMemoryToolLog,
