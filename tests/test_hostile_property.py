@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support import Unprintable
 from tether_clr import (
     ArgumentLimits,
     PythonFunction,
@@ -56,11 +57,6 @@ ARGUMENT_TEXT = st.one_of(
     st.integers(4000, 6000).map(lambda n: '{"i": 1' + "0" * n + "}"),
     st.text(ANY_CHAR, max_size=30),
 )
-
-
-class Unprintable(Exception):
-    def __str__(self) -> str:
-        raise RuntimeError("unprintable")
 
 
 def _odd(kind: str) -> Any:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from tests.support import PACKAGE
 from tether_clr import (
     AgentPipelineScope,
     CapabilityQuery,

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support import call, codes
+from tests.support import call, codes, registry_of, run_batch
 from tether_clr import (
     AgentPipelineScope,
     CancellationSource,
@@ -35,15 +35,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _registry(clr_tools: dict[str, Any], *names: str, scope: AgentPipelineScope | None = None) -> ToolRegistry:
-    registry = ToolRegistry()
-    for name in names:
-        registry.register(clr_tools["functions"][name], scope)
-    return registry
-
-
-async def _run(registry: ToolRegistry, *calls: ToolCall, **kwargs: Any) -> list[ToolExecutionOutcome]:
-    with anyio.fail_after(30):
-        return await registry.execute_batch(list(calls), registry.seal(kwargs.pop("scope", None)), **kwargs)
+    return registry_of(*(clr_tools["functions"][name] for name in names), scope=scope)
 
 
 # --------------------------------------------------------------------------- schema
@@ -100,7 +92,7 @@ def test_clr_tools_register_and_declare_like_python_tools(clr_tools: dict[str, A
 # ------------------------------------------------------------------------- invocation
 async def test_invoke_sync_async_valuetask_and_void(clr_tools: dict[str, Any]) -> None:
     registry = _registry(clr_tools, "Add", "Greet", "MakePoint", "Twice", "Touch", "TouchAsync", "Convert", "Sum", "Move")
-    outcomes = await _run(
+    outcomes = await run_batch(
         registry,
         call("1", "Add", {"a": 40, "b": 2}),
         call("2", "Greet", {"name": "Ada"}),
@@ -121,7 +113,7 @@ async def test_invoke_sync_async_valuetask_and_void(clr_tools: dict[str, Any]) -
 # ------------------------------------------------------------------- exception mapping
 async def test_dotnet_exceptions_become_tool_error_naming_the_innermost_type(clr_tools: dict[str, Any]) -> None:
     registry = _registry(clr_tools, "Fail", "FailAsync", "FailWrapped")
-    outcomes = await _run(
+    outcomes = await run_batch(
         registry,
         call("1", "Fail", {"message": "boom"}),
         call("2", "FailAsync", {"message": "nothing here"}),
@@ -137,7 +129,7 @@ async def test_dotnet_exceptions_become_tool_error_naming_the_innermost_type(clr
 
 async def test_dotnet_binding_failure_becomes_invalid_args(clr_tools: dict[str, Any]) -> None:
     registry = _registry(clr_tools, "Add")
-    (outcome,) = await _run(registry, call("1", "Add", {"a": 2**40, "b": 1}))  # valid JSON integer, too big for int
+    (outcome,) = await run_batch(registry, call("1", "Add", {"a": 2**40, "b": 1}))  # valid JSON integer, too big for int
     assert outcome.failure.code is ToolFailureCodes.INVALID_ARGS
     assert outcome.failure.message.startswith("a: number is out of range")
     with pytest.raises(ToolArgumentError, match="unexpected argument"):
@@ -193,7 +185,7 @@ async def test_two_async_dotnet_tools_overlap_in_one_parallel_group(clr_tools: d
     view = registry.seal()
     calls = [call("1", "Delay", {"milliseconds": 400, "label": "first"}), call("2", "Delay", {"milliseconds": 400, "label": "second"})]
     assert [registry.classify(c, view) for c in calls] == [ToolExecutionMode.PARALLEL] * 2
-    outcomes = await _run(registry, *calls, max_parallelism=2)
+    outcomes = await run_batch(registry, *calls, max_parallelism=2)
     assert [o.value for o in outcomes] == ["first", "second"]
     assert waiter.PeakRunning == 2  # measured inside .NET: both bodies were running at once
 
@@ -226,9 +218,9 @@ async def test_mixed_catalog_scoped_shadowing_and_one_guard_for_both_languages(c
     registry.register(PythonFunction.from_callable(python_delete, name="delete"), root)
     registry.register_guard(root, lambda e: "writes are frozen" if e.name in ("Touch", "delete") else None)
 
-    (in_root,) = await _run(registry, call("1", "Add", {"a": 1, "b": 2}), scope=root)
-    (in_child,) = await _run(registry, call("2", "Add", {"a": 1, "b": 2}), scope=child)
-    denied = await _run(registry, call("3", "Touch", {"path": "/frozen"}), call("4", "delete", {"path": "/frozen"}), scope=child)
+    (in_root,) = await run_batch(registry, call("1", "Add", {"a": 1, "b": 2}), scope=root)
+    (in_child,) = await run_batch(registry, call("2", "Add", {"a": 1, "b": 2}), scope=child)
+    denied = await run_batch(registry, call("3", "Touch", {"path": "/frozen"}), call("4", "delete", {"path": "/frozen"}), scope=child)
     assert in_root.value == 3  # C# Add
     assert in_child.value == "python says 3"  # the child's Python Add shadows it
     assert codes(denied) == ["DENIED", "DENIED"]
@@ -239,7 +231,7 @@ async def test_mixed_catalog_scoped_shadowing_and_one_guard_for_both_languages(c
 # ---------------------------------------------------------------------------- records
 async def test_dotnet_results_project_to_function_result_content(clr_tools: dict[str, Any]) -> None:
     registry = _registry(clr_tools, "MakePoint", "Fail")
-    ok, failed = await _run(registry, call("c1", "MakePoint", {"x": 3, "y": 4}), call("c2", "Fail", {"message": "no"}))
+    ok, failed = await run_batch(registry, call("c1", "MakePoint", {"x": 3, "y": 4}), call("c2", "Fail", {"message": "no"}))
     assert ok.to_function_result().to_json() == '{"$type":"functionResult","callId":"c1","result":{"x":3,"y":4}}'
     assert failed.to_function_result().exception == "TOOL_ERROR: System.InvalidOperationException: no"
 
@@ -310,7 +302,7 @@ async def test_real_aifunctions_are_discovered_and_invoked(meai: dict[str, Any])
     registry = ToolRegistry()
     for name in ("Multiply", "Shout", "Refuse"):
         registry.register(functions[name])
-    outcomes = await _run(registry, call("1", "Multiply", {"a": 6, "b": 7}), call("2", "Shout", {"text": "hi"}), call("3", "Refuse", {"text": "way"}))
+    outcomes = await run_batch(registry, call("1", "Multiply", {"a": 6, "b": 7}), call("2", "Shout", {"text": "hi"}), call("3", "Refuse", {"text": "way"}))
     assert [o.value for o in outcomes[:2]] == [42, "HI"]
     assert outcomes[2].failure.code is ToolFailureCodes.TOOL_ERROR
     assert "InvalidOperationException: no way" in outcomes[2].failure.message

@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support import PACKAGE, call
+from tests.support import call
 from tether_clr import PythonFunction, ToolCall, ToolFailureCodes, ToolRegistry
 
 pytestmark = pytest.mark.anyio
-
 
 
 class _Tool:

@@ -14,34 +14,19 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from tests.support import call, codes
+from tests.support import call, codes, registry_of, run_batch
 from tether_clr import (
     CancellationToken,
     PythonFunction,
     ToolArgumentError,
-    ToolCall,
     ToolExecutionMode,
-    ToolExecutionOutcome,
     ToolFailureCodes,
     ToolRegistry,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def _registry(*tools: Any) -> ToolRegistry:
-    registry = ToolRegistry()
-    for tool in tools:
-        registry.register(tool)
-    return registry
-
-
-async def _run(registry: ToolRegistry, *calls: ToolCall) -> list[ToolExecutionOutcome]:
-    with anyio.fail_after(30):
-        return await registry.execute_batch(list(calls), registry.seal())
 
 
 def test_meai_loads_with_its_own_system_text_json_on_this_runtime(meai: dict[str, Any]) -> None:
@@ -60,7 +45,7 @@ async def test_function_call_whose_arguments_failed_to_parse_ends_invalid_args_a
     tool_call = function_call_to_tool_call(content)
     assert tool_call.argument_error is not None and tool_call.argument_error.startswith(str(content.Exception.Message))
     before = int(meai["Weather"].ForecastRuns)
-    (outcome,) = await _run(_registry(meai["functions"]["Forecast"]), tool_call)
+    (outcome,) = await run_batch(registry_of(meai["functions"]["Forecast"]), tool_call)
     assert outcome.failure.code is ToolFailureCodes.INVALID_ARGS
     assert outcome.failure.message == tool_call.argument_error
     assert int(meai["Weather"].ForecastRuns) == before
@@ -75,7 +60,7 @@ async def test_method_also_exposed_as_aifunction_is_discovered_once_as_the_aifun
     registry = ToolRegistry()
     for function in discover_functions(meai["assembly"]):  # registering everything must not raise DuplicateToolError
         registry.register(function)
-    (outcome,) = await _run(registry, call("1", "Forecast", {"city": "Paris"}))
+    (outcome,) = await run_batch(registry, call("1", "Forecast", {"city": "Paris"}))
     assert outcome.value == "sunny in Paris"
 
 
@@ -89,7 +74,7 @@ async def test_method_exposed_only_through_an_approval_required_aifunction_never
         registry.register(function)
     assert "Wipe" not in registry.seal() and "wipe_with_approval" in registry.seal()
     before = int(Disks.WipeRuns)
-    (outcome,) = await _run(registry, call("1", "wipe_with_approval", {"disk": "sda"}))
+    (outcome,) = await run_batch(registry, call("1", "wipe_with_approval", {"disk": "sda"}))
     assert outcome.failure.code is ToolFailureCodes.DENIED  # no approval provider: fails closed
     assert int(Disks.WipeRuns) == before
 
@@ -98,9 +83,9 @@ async def test_method_exposed_only_through_an_approval_required_aifunction_never
 async def test_aifunction_subclass_with_default_empty_schema_registers_as_any_object(meai: dict[str, Any]) -> None:
     echo = meai["functions"]["Echo"]
     assert echo.json_schema == {}
-    registry = _registry(echo)
+    registry = registry_of(echo)
     assert registry.get_declarations()[0].parameters == {"type": "object"}
-    (outcome,) = await _run(registry, call("1", "Echo"))
+    (outcome,) = await run_batch(registry, call("1", "Echo"))
     assert outcome.value == "echo 0"
 
 
@@ -114,32 +99,32 @@ def test_aifunction_schema_declaring_another_type_is_refused(meai: dict[str, Any
 
 # 5 ----------------------------------------------------------------------------------
 async def test_result_serialization_failure_after_the_body_is_tool_error(meai: dict[str, Any]) -> None:
-    (outcome,) = await _run(_registry(meai["functions"]["Cyclic"]), call("1", "Cyclic", {"name": "loop"}))
+    (outcome,) = await run_batch(registry_of(meai["functions"]["Cyclic"]), call("1", "Cyclic", {"name": "loop"}))
     assert outcome.failure.code is ToolFailureCodes.TOOL_ERROR
     assert "System.Text.Json.JsonException" in outcome.failure.message
 
 
 async def test_binding_failure_before_the_body_is_invalid_args(meai: dict[str, Any]) -> None:
     before = int(meai["MeaiTools"].ScheduleRuns)
-    (outcome,) = await _run(_registry(meai["functions"]["Schedule"]), call("1", "Schedule", {"when": "not a date"}))
+    (outcome,) = await run_batch(registry_of(meai["functions"]["Schedule"]), call("1", "Schedule", {"when": "not a date"}))
     assert outcome.failure.code is ToolFailureCodes.INVALID_ARGS  # the schema's "format" let it through; MEAI's binding did not
     assert int(meai["MeaiTools"].ScheduleRuns) == before
-    (ok,) = await _run(_registry(meai["functions"]["Schedule"]), call("2", "Schedule", {"when": "2031-05-06T07:08:09Z"}))
+    (ok,) = await run_batch(registry_of(meai["functions"]["Schedule"]), call("2", "Schedule", {"when": "2031-05-06T07:08:09Z"}))
     assert ok.value == 2031
 
 
 async def test_nested_aifunction_binding_failure_inside_the_body_is_tool_error(meai: dict[str, Any]) -> None:
     """Only this function's own binding is the model's fault: its body ran (side effects possible)."""
     before = int(meai["MeaiTools"].RelayRuns)
-    (outcome,) = await _run(_registry(meai["functions"]["RelayTo"]), call("1", "RelayTo", {"when": "not a date"}))
+    (outcome,) = await run_batch(registry_of(meai["functions"]["RelayTo"]), call("1", "RelayTo", {"when": "not a date"}))
     assert int(meai["MeaiTools"].RelayRuns) == before + 1
     assert outcome.failure.code is ToolFailureCodes.TOOL_ERROR
-    (ok,) = await _run(_registry(meai["functions"]["RelayTo"]), call("2", "RelayTo", {"when": "2031-05-06T07:08:09Z"}))
+    (ok,) = await run_batch(registry_of(meai["functions"]["RelayTo"]), call("2", "RelayTo", {"when": "2031-05-06T07:08:09Z"}))
     assert ok.value == "scheduled 2031"
 
 
 async def test_argument_exception_thrown_by_the_body_is_tool_error(meai: dict[str, Any]) -> None:
-    (outcome,) = await _run(_registry(meai["functions"]["Picky"]), call("1", "Picky", {"n": 3}))
+    (outcome,) = await run_batch(registry_of(meai["functions"]["Picky"]), call("1", "Picky", {"n": 3}))
     assert outcome.failure.code is ToolFailureCodes.TOOL_ERROR
     assert outcome.failure.message.startswith("System.ArgumentException: n is odd")
 
@@ -147,7 +132,7 @@ async def test_argument_exception_thrown_by_the_body_is_tool_error(meai: dict[st
 # 6 ----------------------------------------------------------------------------------
 def test_concurrency_safe_on_the_underlying_method_or_its_type_counts(meai: dict[str, Any]) -> None:
     functions = meai["functions"]
-    registry = _registry(functions["Peek"], functions["Look"], functions["Multiply"])
+    registry = registry_of(functions["Peek"], functions["Look"], functions["Multiply"])
     view = registry.seal()
     modes = [registry.classify(call(str(i), name, {}), view) for i, name in enumerate(("Peek", "Look", "Multiply"))]
     assert modes == [ToolExecutionMode.PARALLEL, ToolExecutionMode.PARALLEL, ToolExecutionMode.EXCLUSIVE]
@@ -161,7 +146,7 @@ async def test_services_and_context_reach_the_function_as_aifunction_arguments(m
     greeter = wrap_aifunction(tools.Greeter, services=tools.MakeServices("Bonjour"))
     tenant = wrap_aifunction(tools.WhoAmI, context={"tenant": "acme"})
     assert "services" not in greeter.json_schema["properties"]  # injected, never declared
-    outcomes = await _run(_registry(greeter, tenant), call("1", "GreetWith", {"name": "Ada"}), call("2", "Tenant"))
+    outcomes = await run_batch(registry_of(greeter, tenant), call("1", "GreetWith", {"name": "Ada"}), call("2", "Tenant"))
     assert [o.value for o in outcomes] == ["Bonjour, Ada", "acme"]
 
 
@@ -169,12 +154,12 @@ async def test_services_given_to_discovery_reach_every_function(meai: dict[str, 
     from tether_clr.clr import discover_functions
 
     found = {f.name: f for f in discover_functions(meai["assembly"], services=meai["MeaiTools"].MakeServices("Hej"))}
-    (outcome,) = await _run(_registry(found["GreetWith"]), call("1", "GreetWith", {"name": "Ada"}))
+    (outcome,) = await run_batch(registry_of(found["GreetWith"]), call("1", "GreetWith", {"name": "Ada"}))
     assert outcome.value == "Hej, Ada"
 
 
 async def test_missing_service_provider_is_tool_error_not_invalid_args(meai: dict[str, Any]) -> None:
-    (outcome,) = await _run(_registry(meai["functions"]["GreetWith"]), call("1", "GreetWith", {"name": "Ada"}))
+    (outcome,) = await run_batch(registry_of(meai["functions"]["GreetWith"]), call("1", "GreetWith", {"name": "Ada"}))
     assert outcome.failure.code is ToolFailureCodes.TOOL_ERROR
     assert "IServiceProvider" in outcome.failure.message
 
@@ -183,7 +168,7 @@ async def test_missing_service_in_the_provider_is_tool_error(meai: dict[str, Any
     from tether_clr.clr import wrap_aifunction
 
     greeter = wrap_aifunction(meai["MeaiTools"].Greeter, services=meai["MeaiTools"].EmptyServices())
-    (outcome,) = await _run(_registry(greeter), call("1", "GreetWith", {"name": "Ada"}))
+    (outcome,) = await run_batch(registry_of(greeter), call("1", "GreetWith", {"name": "Ada"}))
     assert outcome.failure.code is ToolFailureCodes.TOOL_ERROR
     assert "no IGreeting service" in outcome.failure.message
 
@@ -209,7 +194,7 @@ async def test_context_scalars_are_converted_to_dotnet_values(meai: dict[str, An
     from tether_clr.clr import wrap_aifunction
 
     tenant = wrap_aifunction(meai["MeaiTools"].WhoAmI, context={"tenant": "acme", "limit": 3, "ratio": 0.5, "on": True, "none": None})
-    (outcome,) = await _run(_registry(tenant), call("1", "Tenant"))
+    (outcome,) = await run_batch(registry_of(tenant), call("1", "Tenant"))
     assert outcome.value == "acme"
 
 
@@ -232,8 +217,8 @@ def test_service_provider_implemented_in_python_is_refused(meai: dict[str, Any])
 async def test_unknown_argument_names_are_rejected_for_aifunctions_and_wrapped_methods_alike(
     meai: dict[str, Any], clr_tools: dict[str, Any]
 ) -> None:
-    registry = _registry(meai["functions"]["Multiply"], meai["functions"]["Echo"], clr_tools["functions"]["Add"])
-    outcomes = await _run(
+    registry = registry_of(meai["functions"]["Multiply"], meai["functions"]["Echo"], clr_tools["functions"]["Add"])
+    outcomes = await run_batch(
         registry,
         call("1", "Multiply", {"a": 1, "b": 2, "c": 3}),
         call("2", "Echo", {"anything": 1}),  # {} lists no names at all
@@ -275,5 +260,5 @@ def test_assembly_in_a_build_output_folder_finds_its_dependencies_there(meai: di
 
 
 def test_python_tools_and_real_aifunctions_share_one_catalog(meai: dict[str, Any]) -> None:
-    registry = _registry(meai["functions"]["Multiply"], PythonFunction.from_callable(lambda: 1, name="py_tool"))
+    registry = registry_of(meai["functions"]["Multiply"], PythonFunction.from_callable(lambda: 1, name="py_tool"))
     assert [d.name for d in registry.get_declarations()] == ["Multiply", "py_tool"]

@@ -17,13 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import call, codes
+from tests.support import Approver, BlockingApprover, call, codes, run_batch, session_scope
 from tether_clr import (
     AgentPipelineScope,
     ApprovalResult,
     CancellationSource,
     PythonFunction,
-    ToolCall,
     ToolExecution,
     ToolExecutionOutcome,
     ToolFailureCodes,
@@ -33,19 +32,6 @@ from tether_clr import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-class Approver:
-    def __init__(self, result: Any = ApprovalResult.APPROVED, error: Exception | None = None) -> None:
-        self.result = result
-        self.error = error
-        self.requests: list[tuple[str, str | None, Any]] = []
-
-    async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
-        self.requests.append((execution.call_id, reason, execution.arguments))
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class Gated:
@@ -87,15 +73,6 @@ def gated(request: pytest.FixtureRequest) -> Gated:
     return Gated(register, lambda: int(tools.DangerousRuns), "Dangerous")
 
 
-def _scope() -> AgentPipelineScope:
-    return AgentPipelineScope(session_id="s1", owner="alice")
-
-
-async def _run(registry: ToolRegistry, scope: AgentPipelineScope, *calls: ToolCall, **kwargs: Any) -> list[ToolExecutionOutcome]:
-    with anyio.fail_after(30):
-        return await registry.execute_batch(list(calls), registry.seal(scope), **kwargs)
-
-
 def _registry(gated: Gated, approver: Any = None, options: ToolRegistrationOptions | None = None) -> ToolRegistry:
     registry = ToolRegistry()
     registry.approval = approver
@@ -105,7 +82,7 @@ def _registry(gated: Gated, approver: Any = None, options: ToolRegistrationOptio
 
 async def test_approval_required_tool_without_provider_is_denied_and_never_runs(gated: Gated) -> None:
     before = gated.runs()
-    (outcome,) = await _run(_registry(gated), _scope(), call("c1", gated.name, {"target": "prod"}))
+    (outcome,) = await run_batch(_registry(gated), call("c1", gated.name, {"target": "prod"}), scope=session_scope())
     assert outcome.failure.code is ToolFailureCodes.DENIED
     assert "no approval provider" in outcome.failure.message
     assert gated.runs() == before
@@ -115,7 +92,7 @@ async def test_approval_required_tool_without_provider_is_denied_and_never_runs(
 async def test_approval_required_tool_without_session_or_owner_is_denied_without_asking(gated: Gated, scope_kwargs: dict[str, Any]) -> None:
     approver = Approver()
     before = gated.runs()
-    (outcome,) = await _run(_registry(gated, approver), AgentPipelineScope(**scope_kwargs), call("c1", gated.name, {"target": "prod"}))
+    (outcome,) = await run_batch(_registry(gated, approver), call("c1", gated.name, {"target": "prod"}), scope=AgentPipelineScope(**scope_kwargs))
     assert outcome.failure.code is ToolFailureCodes.DENIED
     assert approver.requests == []
     assert gated.runs() == before
@@ -136,7 +113,7 @@ async def test_approval_required_tool_refused_approval_maps_to_stable_codes_and_
 ) -> None:
     approver = make_approver()
     before = gated.runs()
-    (outcome,) = await _run(_registry(gated, approver), _scope(), call("c1", gated.name, {"target": "prod"}))
+    (outcome,) = await run_batch(_registry(gated, approver), call("c1", gated.name, {"target": "prod"}), scope=session_scope())
     assert outcome.failure.code is code
     assert len(approver.requests) == 1
     assert gated.runs() == before
@@ -145,7 +122,7 @@ async def test_approval_required_tool_refused_approval_maps_to_stable_codes_and_
 async def test_approved_tool_runs_and_the_request_carries_its_arguments(gated: Gated) -> None:
     approver = Approver(ApprovalResult.APPROVED)
     before = gated.runs()
-    (outcome,) = await _run(_registry(gated, approver), _scope(), call("c1", gated.name, {"target": "staging"}))
+    (outcome,) = await run_batch(_registry(gated, approver), call("c1", gated.name, {"target": "staging"}), scope=session_scope())
     assert outcome.value == "destroyed staging"
     assert approver.requests == [("c1", "tool 'Dangerous' requires approval", {"target": "staging"})]
     assert gated.runs() == before + 1
@@ -155,32 +132,25 @@ async def test_approved_tool_still_passes_the_guards(gated: Gated) -> None:
     registry = _registry(gated, Approver(ApprovalResult.APPROVED))
     registry.register_guard(None, lambda execution: "frozen for audit")
     before = gated.runs()
-    (outcome,) = await _run(registry, _scope(), call("c1", gated.name, {"target": "prod"}))
+    (outcome,) = await run_batch(registry, call("c1", gated.name, {"target": "prod"}), scope=session_scope())
     assert (outcome.failure.code, outcome.failure.message) == (ToolFailureCodes.DENIED, "frozen for audit")
     assert gated.runs() == before
 
 
 async def test_approval_required_tool_cancelled_while_waiting_is_aborted_before_dispatch(gated: Gated) -> None:
-    asked = anyio.Event()
-
-    class Slow:
-        async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
-            asked.set()
-            await anyio.sleep_forever()
-            raise AssertionError("unreachable")
-
-    registry = _registry(gated, Slow())
+    approver = BlockingApprover()
+    registry = _registry(gated, approver)
     source = CancellationSource()
     result: list[ToolExecutionOutcome] = []
     before = gated.runs()
 
     async def run() -> None:
-        result.extend(await _run(registry, _scope(), call("c1", gated.name, {"target": "prod"}), cancellation=source.token))
+        result.extend(await run_batch(registry, call("c1", gated.name, {"target": "prod"}), scope=session_scope(), cancellation=source.token))
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            await asked.wait()
+            await approver.asked.wait()
             source.cancel("user pressed stop")
     assert codes(result) == ["ABORTED_BEFORE_DISPATCH"]
     assert gated.runs() == before
@@ -206,7 +176,7 @@ async def test_pre_execute_decision_and_required_approval_combine(
         return decision
 
     registry.register_pre_execute_listener(None, decide)
-    (outcome,) = await _run(registry, _scope(), call("c1", gated.name, {"target": "prod"}))
+    (outcome,) = await run_batch(registry, call("c1", gated.name, {"target": "prod"}), scope=session_scope())
     assert (None if outcome.failure is None else outcome.failure.code) is code
     assert approver.requests == questions
 
@@ -215,7 +185,7 @@ async def test_registration_option_cannot_waive_an_approval_required_aifunction(
     registry = ToolRegistry()
     registry.register(meai["functions"]["Dangerous"], None, ToolRegistrationOptions(requires_approval=False))
     before = int(meai["MeaiTools"].DangerousRuns)
-    (outcome,) = await _run(registry, _scope(), call("c1", "Dangerous", {"target": "prod"}))
+    (outcome,) = await run_batch(registry, call("c1", "Dangerous", {"target": "prod"}), scope=session_scope())
     assert outcome.failure.code is ToolFailureCodes.DENIED
     assert int(meai["MeaiTools"].DangerousRuns) == before
 
@@ -236,7 +206,7 @@ def _tool_with(requires_approval: Any) -> tuple[ToolRegistry, list[int]]:
 async def test_tool_without_approval_requirement_runs_without_asking(requires_approval: Any) -> None:
     registry, ran = _tool_with(requires_approval)
     registry.approval = approver = Approver(ApprovalResult.REJECTED)
-    (outcome,) = await _run(registry, _scope(), call("c1", "pay", {"amount": 5}))
+    (outcome,) = await run_batch(registry, call("c1", "pay", {"amount": 5}), scope=session_scope())
     assert outcome.failure is None and ran == [5]
     assert approver.requests == []
 
@@ -250,7 +220,7 @@ async def test_approval_predicate_sees_parsed_arguments_and_decides_per_call() -
 
     registry, ran = _tool_with(over_limit)
     registry.approval = approver = Approver(ApprovalResult.REJECTED)
-    outcomes = await _run(registry, _scope(), call("c1", "pay", {"amount": 5}), call("c2", "pay", {"amount": 500}))
+    outcomes = await run_batch(registry, call("c1", "pay", {"amount": 5}), call("c2", "pay", {"amount": 500}), scope=session_scope())
     assert codes(outcomes) == [None, "DENIED"]
     assert ran == [5] and seen == [{"amount": 5}, {"amount": 500}]
     assert [r[0] for r in approver.requests] == ["c2"]
@@ -261,7 +231,7 @@ async def test_raising_approval_predicate_means_approval_is_required() -> None:
         raise RuntimeError("classifier down")
 
     registry, ran = _tool_with(broken)
-    (outcome,) = await _run(registry, _scope(), call("c1", "pay", {"amount": 5}))
+    (outcome,) = await run_batch(registry, call("c1", "pay", {"amount": 5}), scope=session_scope())
     assert outcome.failure.code is ToolFailureCodes.DENIED  # no provider: the ask cannot be put
     assert ran == []
 
@@ -286,7 +256,7 @@ def test_any_predicate_answer_but_exact_false_requires_approval(answer: Any) -> 
     registry.approval = approver
 
     async def main() -> list[ToolExecutionOutcome]:
-        return await _run(registry, _scope(), call("c1", "pay", {"amount": 1}))
+        return await run_batch(registry, call("c1", "pay", {"amount": 1}), scope=session_scope())
 
     (outcome,) = anyio.run(main)
     if answer is False:

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support import add, call, codes
+from tests.support import DEADLOCK_GUARD, FailingSink, add, call, codes
 from tether_clr import (
     CancellationSource,
     CancellationToken,
@@ -20,9 +20,6 @@ from tether_clr import (
 )
 
 pytestmark = pytest.mark.anyio
-
-DEADLOCK_GUARD = 10  # seconds; only turns a scheduling bug into a failure instead of a hang
-
 
 class Gate:
     """Bodies that block until the test (or enough siblings) let them go."""
@@ -342,19 +339,8 @@ async def test_sink_failure_is_raised_not_disguised(failing: str) -> None:
     ran: list[int] = []
     add(registry, lambda: ran.append(1), "t")
 
-    class BrokenSink(InMemoryToolLog):
-        async def call_declared(self, c):
-            if failing == "call_declared":
-                raise OSError("disk full")
-            await super().call_declared(c)
-
-        async def outcome_ready(self, outcome):
-            if failing == "outcome_ready":
-                raise OSError("disk full")
-            await super().outcome_ready(outcome)
-
     with pytest.raises(SinkError, match="disk full"):
-        await registry.execute_batch([call("a", "t"), call("b", "t")], registry.seal(), sink=BrokenSink())
+        await registry.execute_batch([call("a", "t"), call("b", "t")], registry.seal(), sink=FailingSink(failing))
     assert ran == ([] if failing == "call_declared" else [1])
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import call, codes
+from tests.support import FailingSink, call, codes
 from tether_clr import (
     AgentPipelineScope,
     InMemoryToolLog,
@@ -364,14 +364,10 @@ async def test_a_batch_aborted_by_its_sink_still_audits_the_calls_that_reached_a
     records: list[ToolAuditRecord] = []
     registry.register_audit_listener(records.append)
 
-    class BrokenSink(InMemoryToolLog):
-        async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
-            raise OSError("disk full")
-
     from tether_clr import SinkError
 
     with pytest.raises(SinkError):
-        await run(registry, registry.assemble(CTX), "ok", sink=BrokenSink())
+        await run(registry, registry.assemble(CTX), "ok", sink=FailingSink("outcome_ready"))
     assert [(r.call_id, r.decision) for r in records] == [("c0", "dispatched")]
 
 

@@ -9,28 +9,20 @@ from typing import Any
 
 import pytest
 
-from tests.support import add, call
+from tests.support import Approver, FailingSink, Unprintable, add, asking, call, run_one, session_scope
 from tether_clr import (
     AgentPipelineScope,
-    ApprovalResult,
-    InMemoryToolLog,
     ResultPolicyError,
     SinkError,
     ToolArgumentError,
     ToolError,
     ToolExecutionOutcome,
     ToolFailureCodes,
-    ToolPreDecision,
     ToolRegistry,
     describe_exception,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-class Unprintable(Exception):
-    def __str__(self) -> str:
-        raise RuntimeError("str() of this exception raises")
 
 
 class UnprintableToolError(ToolError):
@@ -55,13 +47,8 @@ def test_describe_exception_falls_back_to_the_type_name() -> None:
     assert describe_exception(ValueError("\ud800")) == "ValueError: \\ud800"
 
 
-def _scope() -> AgentPipelineScope:
-    return AgentPipelineScope(session_id="s1", owner="alice")
-
-
 async def _run(registry: ToolRegistry, scope: AgentPipelineScope | None = None, name: str = "t", **kwargs: Any) -> ToolExecutionOutcome:
-    [outcome] = await registry.execute_batch([call("c1", name)], registry.seal(scope), **kwargs)
-    return outcome
+    return await run_one(registry, call("c1", name), scope, **kwargs)
 
 
 def _raise() -> Any:
@@ -97,16 +84,9 @@ async def _ask_provider(answer: Callable[[], Any]) -> ToolExecutionOutcome:
     registry = ToolRegistry()
     add(registry, lambda: 1, "t")
 
-    async def ask(execution: Any, next_: Any) -> Any:
-        return ToolPreDecision.ask("check")
-
-    class Provider:
-        async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-            return answer()
-
-    registry.register_pre_execute_listener(None, ask)
-    registry.approval = Provider()
-    return await _run(registry, _scope())
+    registry.register_pre_execute_listener(None, asking("check"))
+    registry.approval = Approver(decide=lambda execution: answer())
+    return await _run(registry, session_scope())
 
 
 async def test_unprintable_exception_from_the_approval_provider_is_unavailable() -> None:
@@ -176,19 +156,8 @@ async def test_unprintable_exception_from_the_sink_raises_sink_error(stage: str)
     registry = ToolRegistry()
     add(registry, lambda: 1, "t")
 
-    class BrokenSink(InMemoryToolLog):
-        async def call_declared(self, c: Any) -> None:
-            if stage == "call_declared":
-                raise Unprintable()
-            await super().call_declared(c)
-
-        async def outcome_ready(self, outcome: Any) -> None:
-            if stage == "outcome_ready":
-                raise Unprintable()
-            await super().outcome_ready(outcome)
-
     with pytest.raises(SinkError) as caught:
-        await _run(registry, sink=BrokenSink())
+        await _run(registry, sink=FailingSink(stage, Unprintable))
     assert str(caught.value).endswith(": Unprintable")
 
 

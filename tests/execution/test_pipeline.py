@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support import add, call, codes
+from tests.support import Approver, BlockingApprover, add, asking, call, codes, run_one, session_scope
 from tether_clr import (
     AgentPipelineScope,
     ApprovalResult,
@@ -27,16 +27,6 @@ from tether_clr import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def _scope() -> AgentPipelineScope:
-    return AgentPipelineScope(session_id="s1", owner="alice")
-
-
-async def run_one(registry: ToolRegistry, c: Any, scope: AgentPipelineScope | None = None, **kwargs: Any):
-    outcomes = await registry.execute_batch([c], registry.seal(scope), **kwargs)
-    assert len(outcomes) == 1
-    return outcomes[0]
 
 
 # --------------------------------------------------------------- stable failures
@@ -170,7 +160,7 @@ async def test_pre_listener_can_override_what_later_listeners_say() -> None:
 
 async def test_pre_listeners_run_outer_scope_first_and_only_for_their_subtree() -> None:
     registry = ToolRegistry()
-    root = _scope()
+    root = session_scope()
     child = root.child()
     other = AgentPipelineScope()
     add(registry, lambda: 1, "t")
@@ -216,29 +206,12 @@ def test_deny_requires_a_reason() -> None:
 
 
 # ----------------------------------------------------------------------- approval
-class Approver:
-    def __init__(self, result: Any = ApprovalResult.APPROVED, error: Exception | None = None) -> None:
-        self.result = result
-        self.error = error
-        self.requests: list[tuple[str, str | None]] = []
-
-    async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
-        self.requests.append((execution.call_id, reason))
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-async def _ask(execution, next_):
-    return ToolPreDecision.ask("touches prod")
-
-
 async def test_ask_without_provider_fails_closed_as_denied() -> None:
     registry = ToolRegistry()
     ran: list[int] = []
     add(registry, lambda: ran.append(1), "t")
-    registry.register_pre_execute_listener(None, _ask)
-    outcome = await run_one(registry, call("c1", "t"), _scope())
+    registry.register_pre_execute_listener(None, asking("touches prod"))
+    outcome = await run_one(registry, call("c1", "t"), session_scope())
     assert outcome.failure.code is ToolFailureCodes.DENIED
     assert "no approval provider" in outcome.failure.message
     assert ran == []
@@ -249,7 +222,7 @@ async def test_ask_without_session_or_owner_is_denied_without_asking(scope_kwarg
     registry = ToolRegistry()
     registry.approval = approver = Approver()
     add(registry, lambda: 1, "t")
-    registry.register_pre_execute_listener(None, _ask)
+    registry.register_pre_execute_listener(None, asking("touches prod"))
     outcome = await run_one(registry, call("c1", "t"), AgentPipelineScope(**scope_kwargs))
     assert outcome.failure.code is ToolFailureCodes.DENIED
     assert approver.requests == []
@@ -259,10 +232,10 @@ async def test_approved_call_runs_and_provider_sees_reason() -> None:
     registry = ToolRegistry()
     registry.approval = approver = Approver(ApprovalResult.APPROVED)
     add(registry, lambda: "done", "t")
-    registry.register_pre_execute_listener(None, _ask)
-    outcome = await run_one(registry, call("c1", "t"), _scope())
+    registry.register_pre_execute_listener(None, asking("touches prod"))
+    outcome = await run_one(registry, call("c1", "t"), session_scope())
     assert outcome.value == "done"
-    assert approver.requests == [("c1", "touches prod")]
+    assert [request[:2] for request in approver.requests] == [("c1", "touches prod")]
 
 
 @pytest.mark.parametrize(
@@ -279,8 +252,8 @@ async def test_approval_outcomes_map_to_stable_codes(approver: Approver, code: T
     registry.approval = approver
     ran: list[int] = []
     add(registry, lambda: ran.append(1), "t")
-    registry.register_pre_execute_listener(None, _ask)
-    outcome = await run_one(registry, call("c1", "t"), _scope())
+    registry.register_pre_execute_listener(None, asking("touches prod"))
+    outcome = await run_one(registry, call("c1", "t"), session_scope())
     assert outcome.failure.code is code
     assert ran == []
 
@@ -290,9 +263,9 @@ async def test_approved_call_still_passes_guards() -> None:
     registry.approval = Approver(ApprovalResult.APPROVED)
     ran: list[int] = []
     add(registry, lambda: ran.append(1), "t")
-    registry.register_pre_execute_listener(None, _ask)
+    registry.register_pre_execute_listener(None, asking("touches prod"))
     registry.register_guard(None, lambda execution: "frozen for audit")
-    outcome = await run_one(registry, call("c1", "t"), _scope())
+    outcome = await run_one(registry, call("c1", "t"), session_scope())
     assert outcome.failure.code is ToolFailureCodes.DENIED
     assert outcome.failure.message == "frozen for audit"
     assert ran == []
@@ -302,18 +275,11 @@ async def test_cancellation_while_waiting_for_approval_aborts_before_dispatch() 
     registry = ToolRegistry()
     ran: list[int] = []
     add(registry, lambda: ran.append(1), "t")
-    registry.register_pre_execute_listener(None, _ask)
+    registry.register_pre_execute_listener(None, asking("touches prod"))
     source = CancellationSource()
-    asked = anyio.Event()
-
-    class Slow:
-        async def request(self, execution, reason):
-            asked.set()
-            await anyio.sleep_forever()
-
-    registry.approval = Slow()
+    registry.approval = approver = BlockingApprover()
     result: list[ToolExecutionOutcome] = []
-    view = registry.seal(_scope())
+    view = registry.seal(session_scope())
 
     async def run() -> None:
         result.extend(await registry.execute_batch([call("c1", "t")], view, cancellation=source.token))
@@ -321,7 +287,7 @@ async def test_cancellation_while_waiting_for_approval_aborts_before_dispatch() 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
-            await asked.wait()
+            await approver.asked.wait()
             source.cancel("user pressed stop")
     assert codes(result) == ["ABORTED_BEFORE_DISPATCH"]
     assert ran == []
@@ -330,7 +296,7 @@ async def test_cancellation_while_waiting_for_approval_aborts_before_dispatch() 
 # ------------------------------------------------------------------------- guards
 async def test_ancestor_guard_veto_cannot_be_undone_by_child_listeners() -> None:
     registry = ToolRegistry()
-    root = _scope()
+    root = session_scope()
     child = root.child()
     ran: list[int] = []
     add(registry, lambda: ran.append(1), "t")
@@ -351,7 +317,7 @@ async def test_guard_of_unrelated_scope_does_not_apply() -> None:
     registry = ToolRegistry()
     add(registry, lambda: "ok", "t")
     registry.register_guard(AgentPipelineScope(), lambda e: "not yours")
-    outcome = await run_one(registry, call("c1", "t"), _scope())
+    outcome = await run_one(registry, call("c1", "t"), session_scope())
     assert outcome.value == "ok"
 
 
@@ -590,7 +556,7 @@ async def test_stages_get_detached_arguments() -> None:
 
 async def test_execution_carries_context_owner_and_parent() -> None:
     registry = ToolRegistry()
-    scope = _scope()
+    scope = session_scope()
     add(registry, lambda: 1, "t")
     seen: list[ToolExecution] = []
     registry.register_guard(None, lambda e: seen.append(e))

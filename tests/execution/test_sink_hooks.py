@@ -12,12 +12,11 @@ from tether_clr import (
     InMemoryToolLog,
     ResultPolicyError,
     SinkError,
-    ToolPreDecision,
     ToolRegistry,
     current_declaration,
 )
 
-from tests.support import add, call, codes
+from tests.support import Approver, add, asking, call, codes, echo_registry
 
 pytestmark = pytest.mark.anyio
 
@@ -60,21 +59,9 @@ class HookedSink(InMemoryToolLog):
         self._note("finished")
 
 
-def registry_with_bodies(bodies: list[str]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    def echo(text: str) -> str:
-        bodies.append(text)
-        return text
-
-    add(registry, echo, "echo", parallel=True)
-    add(registry, echo, "solo")
-    return registry
-
-
 async def test_hooks_frame_the_batch_and_a_flush_precedes_every_group_s_first_body() -> None:
     bodies: list[str] = []
-    registry = registry_with_bodies(bodies)
+    registry = echo_registry(bodies, sync=True)
     sink = HookedSink()
     calls = [call("a", "echo", {"text": "a"}), call("b", "echo", {"text": "b"}), call("c", "solo", {"text": "c"})]
     outcomes = await registry.execute_batch(calls, registry.seal(), sink=sink)
@@ -92,16 +79,10 @@ async def test_approval_hooks_surround_the_provider_and_name_the_call() -> None:
     registry = ToolRegistry()
     add(registry, lambda: "ok", "t")
 
-    async def ask(execution: Any, next_: Any) -> ToolPreDecision:
-        return ToolPreDecision.ask("check")
-
-    registry.register_pre_execute_listener(None, ask)
-
-    class Approver:
-        async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-            return ApprovalResult.APPROVED if execution.call_id == "x" else ApprovalResult.REJECTED
-
-    registry.approval = Approver()
+    registry.register_pre_execute_listener(None, asking("check"))
+    registry.approval = Approver(
+        decide=lambda execution: ApprovalResult.APPROVED if execution.call_id == "x" else ApprovalResult.REJECTED
+    )
     scope = AgentPipelineScope(session_id="s", owner="o")
     sink = HookedSink()
     outcomes = await registry.execute_batch([call("x", "t"), call("y", "t")], registry.seal(scope), sink=sink)
@@ -114,27 +95,18 @@ async def test_approval_hooks_surround_the_provider_and_name_the_call() -> None:
 @pytest.mark.parametrize("failing", ["started", "flush", "asked", "decided", "finished"])
 async def test_a_failing_hook_is_raised_as_a_sink_error_and_stops_bodies_it_precedes(failing: str) -> None:
     bodies: list[str] = []
-    registry = registry_with_bodies(bodies)
-    registry.register_pre_execute_listener(None, lambda execution, next_: _ask())
-
-    class Approver:
-        async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-            return ApprovalResult.APPROVED
-
-    registry.approval = Approver()
+    registry = echo_registry(bodies, sync=True)
+    registry.register_pre_execute_listener(None, asking("check"))
+    registry.approval = Approver(ApprovalResult.APPROVED)
     scope = AgentPipelineScope(session_id="s", owner="o")
     with pytest.raises(SinkError, match="disk full"):
         await registry.execute_batch([call("a", "solo", {"text": "a"})], registry.seal(scope), sink=HookedSink(failing))
     assert bodies == ([] if failing != "finished" else ["a"])
 
 
-async def _ask() -> ToolPreDecision:
-    return ToolPreDecision.ask("check")
-
-
 async def test_batch_finished_is_told_when_the_batch_raises_and_never_hides_why() -> None:
     bodies: list[str] = []
-    registry = registry_with_bodies(bodies)
+    registry = echo_registry(bodies, sync=True)
 
     def reject(execution: Any, outcome: Any) -> None:
         raise RuntimeError("policy says no")

@@ -9,10 +9,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from tests.support import add, call, codes
+from tests.support import DEADLOCK_GUARD, BlockingApprover, add, call, codes, session_scope
 from tether_clr import (
-    AgentPipelineScope,
-    ApprovalResult,
     CancellationSource,
     CancellationToken,
     PythonFunction,
@@ -23,9 +21,6 @@ from tether_clr import (
 )
 
 pytestmark = pytest.mark.anyio
-
-DEADLOCK_GUARD = 10  # seconds; only turns a scheduling bug into a failure instead of a hang
-
 
 async def _run_and_cancel(
     registry: ToolRegistry, calls: list[Any], source: CancellationSource, *ready: anyio.Event, scope: Any = None, max_parallelism: int = 4
@@ -147,16 +142,6 @@ async def test_parallel_body_that_cancels_the_batch_and_awaits_is_aborted() -> N
     assert codes(outcomes)[2] == "ABORTED_BEFORE_DISPATCH"
 
 
-class BlockingApprover:
-    def __init__(self) -> None:
-        self.asked = anyio.Event()
-
-    async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
-        self.asked.set()
-        await anyio.sleep_forever()
-        return ApprovalResult.APPROVED  # pragma: no cover
-
-
 @pytest.mark.parametrize("max_parallelism", [1, 2])
 async def test_cancellation_during_approval_in_a_parallel_group_is_reported_as_the_approval_wait(max_parallelism: int) -> None:
     """A worker between bodies (or before its first) is not interrupted by its own scope: the
@@ -177,7 +162,7 @@ async def test_cancellation_during_approval_in_a_parallel_group_is_reported_as_t
         PythonFunction.from_callable(lambda: "done", name="gated"), None,
         ToolRegistrationOptions(is_concurrency_safe=True, requires_approval=True),
     )
-    scope = AgentPipelineScope(session_id="s1", owner="alice")
+    scope = session_scope()
     first = "slow" if max_parallelism == 2 else "quick"
     calls = [call("c0", "work", {"tag": first}, scope=scope), call("c1", "gated", scope=scope), call("c2", "work", {"tag": "x"}, scope=scope)]
     ready = (approver.asked, body_started) if max_parallelism == 2 else (approver.asked,)

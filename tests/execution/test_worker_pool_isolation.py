@@ -14,7 +14,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from tests.support import add, call, codes
+from tests.support import DEADLOCK_GUARD, add, call, codes
 from tether_clr import (
     RequestContext,
     ResultPolicyError,
@@ -23,8 +23,6 @@ from tether_clr import (
 )
 
 pytestmark = pytest.mark.anyio
-
-DEADLOCK_GUARD = 10  # seconds; only turns a scheduling bug into a failure instead of a hang
 
 _TOOL_STATE: contextvars.ContextVar[str | None] = contextvars.ContextVar("isolation_tool_state", default=None)
 

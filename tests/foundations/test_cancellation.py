@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support import add, call
+from tests.support import Unprintable, add, call
 from tether_clr import (
     CancellationSource,
     CancellationToken,
@@ -39,10 +39,6 @@ def test_cancel_runs_every_callback_even_when_one_raises(caplog: pytest.LogCaptu
 
 
 def test_cancel_contains_a_callback_whose_exception_cannot_be_printed() -> None:
-    class Unprintable(Exception):
-        def __str__(self) -> str:
-            raise RuntimeError("no")
-
     source = CancellationSource()
     ran: list[str] = []
 

@@ -16,12 +16,10 @@ import sys
 from typing import Any
 
 import anyio
-from tether_clr.recording.session.sql_store import SqlSessionStore
 
+from tests.support.session_stores import open_store
 from tether_clr import (
-    PostgresSessionStore,
     PythonFunction,
-    SqliteSessionStore,
     ToolCall,
     ToolRegistrationOptions,
     ToolRegistry,
@@ -46,11 +44,7 @@ def _die() -> None:
 
 async def main(kind: str, spec: str, session: str, seed: int) -> None:
     where, number, index = kill_point(seed)
-    store: SqlSessionStore
-    if kind == "sqlite":
-        store = SqliteSessionStore(spec, lease_seconds=0.3)
-    else:
-        store = PostgresSessionStore(spec, lease_seconds=0.3)
+    store = open_store(kind, spec, lease_seconds=0.3)
     commits = 0
     original = store._append
 

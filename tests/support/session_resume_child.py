@@ -12,28 +12,21 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any
 
 import anyio
-from tether_clr.recording.session.sql_store import SqlSessionStore
 
+from tests.support import Approver
+from tests.support.session_stores import open_store
 from tether_clr import (
     AgentPipelineScope,
     ApprovalResult,
-    PostgresSessionStore,
     PythonFunction,
-    SqliteSessionStore,
     ToolCall,
     ToolRegistrationOptions,
     ToolRegistry,
 )
 
 CALLS = [("call_0", "echo", '{"text": "a"}'), ("call_1", "delete", '{"path": "/tmp/x"}'), ("call_2", "echo", '{"text": "b"}')]
-
-
-class Defer:
-    async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-        return ApprovalResult.DEFERRED
 
 
 def registry(die_in_delete: bool) -> ToolRegistry:
@@ -53,13 +46,12 @@ def registry(die_in_delete: bool) -> ToolRegistry:
         PythonFunction.from_callable(delete, name="delete"), None,
         ToolRegistrationOptions(is_concurrency_safe=True, requires_approval=True),
     )
-    registry.approval = Defer()
+    registry.approval = Approver(ApprovalResult.DEFERRED)
     return registry
 
 
 async def main(kind: str, spec: str, session: str, mode: str) -> None:
-    store: SqlSessionStore
-    store = SqliteSessionStore(spec, lease_seconds=0.3) if kind == "sqlite" else PostgresSessionStore(spec, lease_seconds=0.3)
+    store = open_store(kind, spec, lease_seconds=0.3)
     if mode == "park":
         tools = registry(False)
         turn = await store.begin_turn(session)

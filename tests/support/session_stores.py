@@ -1,5 +1,7 @@
 """Both session stores for parametrized tests: SQLite in a temporary folder, PostgreSQL from ``$TETHER_POSTGRES_DSN``.
 
+The fixtures (``kind``, ``spec``, ``store``) are in ``tests/recording/session/conftest.py``.
+
 Without a reachable server the PostgreSQL cases skip, saying why, unless
 ``TETHER_REQUIRE_POSTGRES=1`` (CI), where they fail.
 """
@@ -8,7 +10,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +19,6 @@ from tether_clr.recording.session.sql_store import SqlSessionStore
 from tether_clr import PostgresSessionStore, SqliteSessionStore
 
 STORES = ["sqlite", "postgres"]
-
-
-@pytest.fixture(params=STORES)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def spec(kind: str, tmp_path: Path) -> str:
-    return store_spec(kind, tmp_path)
-
-
-@pytest.fixture
-def store(kind: str, spec: str) -> Iterator[SqlSessionStore]:
-    with open_store(kind, spec) as opened:
-        yield opened
 
 
 def postgres_dsn() -> str:

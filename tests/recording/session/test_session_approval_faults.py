@@ -19,15 +19,8 @@ from tether_clr import (
 from tether_clr.foundations.errors import SinkError
 
 from tests.support import codes
-from tests.support.session_stores import kind, new_session, spec, store  # noqa: F401 (fixtures)
-from tests.recording.session.test_session_approvals import (
-    CONTEXT,
-    leases,
-    scope_of,
-    step_calls,
-    suspend,
-    tools,
-)
+from tests.support.durable_approvals import CONTEXT, leases, scope_of, step_calls, suspend, tools
+from tests.support.session_stores import new_session
 
 pytestmark = pytest.mark.anyio
 

@@ -15,101 +15,22 @@ from hypothesis import strategies as st
 from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import (
-    AgentPipelineScope,
     ApprovalResult,
     BatchSuspended,
     PendingApproval,
-    PythonFunction,
-    RequestContext,
     SessionLeasedError,
     ToolCall,
     ToolExecutionOutcome,
-    ToolMetadata,
-    ToolRegistrationOptions,
-    ToolRegistry,
     ToolStatus,
     call_fingerprint,
     log_violations,
 )
 
-from tests.support import call, codes
-from tests.support.session_stores import (  # noqa: F401 (fixtures)
-    STORES,
-    kind,
-    new_session,
-    open_store,
-    spec,
-    store,
-    store_spec,
-)
+from tests.support import Approver, call, codes
+from tests.support.durable_approvals import CONTEXT, leases, scope_of, step_calls, suspend, tools
+from tests.support.session_stores import STORES, new_session, open_store, store_spec
 
 pytestmark = pytest.mark.anyio
-
-CONTEXT = RequestContext("acme", "alice", scopes={"files"})
-
-
-class Answer:
-    """An approval provider that gives one answer and counts the questions."""
-
-    def __init__(self, answer: ApprovalResult) -> None:
-        self.answer = answer
-        self.asked: list[str] = []
-
-    async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-        self.asked.append(execution.call_id)
-        return self.answer
-
-
-def tools(bodies: list[str], answer: ApprovalResult = ApprovalResult.DEFERRED) -> ToolRegistry:
-    """``echo`` (concurrency-safe), ``solo`` (exclusive) and ``delete`` (concurrency-safe, requires approval)."""
-    registry = ToolRegistry()
-
-    async def echo(text: str) -> str:
-        bodies.append(f"echo {text}")
-        return text
-
-    async def delete(path: str) -> str:
-        bodies.append(f"delete {path}")
-        return f"deleted {path}"
-
-    def options(**kwargs: Any) -> ToolRegistrationOptions:
-        return ToolRegistrationOptions(metadata=ToolMetadata(version="1.0.0", required_scopes=("files",)), **kwargs)
-
-    registry.register(PythonFunction.from_callable(echo, name="echo"), None, options(is_concurrency_safe=True))
-    registry.register(PythonFunction.from_callable(echo, name="solo"), None, options())
-    registry.register(
-        PythonFunction.from_callable(delete, name="delete"), None, options(is_concurrency_safe=True, requires_approval=True)
-    )
-    registry.approval = Answer(answer)
-    return registry
-
-
-def step_calls() -> list[ToolCall]:
-    """A parallel group (echo, delete, echo), then an exclusive call: delete is the one that asks."""
-    return [
-        call("call_0", "echo", {"text": "a"}),
-        call("call_1", "delete", {"path": "/tmp/x"}),
-        call("call_2", "echo", {"text": "b"}),
-        call("call_3", "solo", {"text": "c"}),
-    ]
-
-
-def scope_of(session: str) -> AgentPipelineScope:
-    return AgentPipelineScope(session_id=session, owner="alice")
-
-
-async def suspend(store: SqlSessionStore, registry: ToolRegistry, session: str, calls: list[ToolCall] | None = None) -> BatchSuspended:
-    turn = await store.begin_turn(session)
-    catalog = registry.assemble(CONTEXT, scope_of(session))
-    result = await registry.execute_batch(calls or step_calls(), catalog, sink=store.sink(session, turn, 1))
-    assert isinstance(result, BatchSuspended)
-    return result
-
-
-def leases(store: SqlSessionStore, session: str) -> int:
-    with store._write() as execute:
-        return int(execute("SELECT COUNT(*) FROM session_leases WHERE session_id = ?", (session,))[0][0])
-
 
 def record(events: list[Any]) -> list[tuple[Any, ...]]:
     """The log without times and sequence numbers, and without the approval events (which differ by design)."""
@@ -245,7 +166,7 @@ async def test_call_ids_reused_across_steps_resume_the_parked_step_only(store: S
     turn = await store.begin_turn(session)
     catalog = registry.assemble(CONTEXT, scope_of(session))
     assert codes(await registry.execute_batch(step_calls(), catalog, sink=store.sink(session, turn, 1))) == [None] * 4  # type: ignore[arg-type]
-    registry.approval = Answer(ApprovalResult.DEFERRED)
+    registry.approval = Approver(ApprovalResult.DEFERRED)
     suspended = await registry.execute_batch(step_calls(), catalog, sink=store.sink(session, turn, 2))
     assert isinstance(suspended, BatchSuspended)
     outcomes = await registry.resume(store, session, {"call_1": ApprovalResult.APPROVED})

@@ -21,16 +21,8 @@ from tether_clr import (
     log_violations,
 )
 
-from tests.support import add, call, codes
-from tests.support.session_stores import (  # noqa: F401 (fixtures)
-    expire_lease,
-    kind,
-    new_session,
-    open_store,
-    spec,
-    store,
-    store_spec,
-)
+from tests.support import Approver, add, asking, call, codes, echo_registry
+from tests.support.session_stores import expire_lease, new_session, open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -56,19 +48,6 @@ class Commits:
 
 def kinds(events: list[Any]) -> list[str]:
     return [f"{e.kind} {e.call_id}" if e.call_id else e.kind for e in events]
-
-
-def echo_registry(bodies: list[str] | None = None) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    async def echo(text: str) -> str:
-        if bodies is not None:
-            bodies.append(text)
-        return text
-
-    add(registry, echo, "echo", parallel=True)
-    add(registry, echo, "solo")
-    return registry
 
 
 # ------------------------------------------------------------------ the log
@@ -107,13 +86,10 @@ async def test_a_turn_logs_every_event_kind_in_order_with_a_growing_sequence(sto
 async def test_approval_events_carry_the_exact_arguments_and_their_fingerprint(store: SqlSessionStore) -> None:
     registry = ToolRegistry()
     add(registry, lambda path: f"deleted {path}", "delete")
-    registry.register_pre_execute_listener(None, lambda execution, next_: _ask())
-
-    class Approver:
-        async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-            return ApprovalResult.APPROVED if execution.arguments["path"] == "/tmp/a" else ApprovalResult.REJECTED
-
-    registry.approval = Approver()
+    registry.register_pre_execute_listener(None, asking("destructive"))
+    registry.approval = Approver(
+        decide=lambda execution: ApprovalResult.APPROVED if execution.arguments["path"] == "/tmp/a" else ApprovalResult.REJECTED
+    )
     from tether_clr import AgentPipelineScope
 
     scope = AgentPipelineScope(session_id="s", owner="alice")
@@ -131,12 +107,6 @@ async def test_approval_events_carry_the_exact_arguments_and_their_fingerprint(s
     assert [e.payload["decision"] for e in decided] == ["approved", "rejected"]
     assert [e.payload["fingerprint"] for e in decided] == [e.payload["fingerprint"] for e in asked]
     assert log_violations(events, open_ok=True) == []
-
-
-async def _ask() -> Any:
-    from tether_clr import ToolPreDecision
-
-    return ToolPreDecision.ask("destructive")
 
 
 async def test_call_ids_reused_across_steps_are_kept_apart_by_step(store: SqlSessionStore) -> None:
@@ -187,7 +157,6 @@ async def test_end_turn_refuses_unknown_ended_or_open_turns(store: SqlSessionSto
         await store.end_turn(session, turn)
 
 
-
 async def test_a_step_starts_once_in_an_open_turn_and_a_refused_start_writes_nothing_and_holds_no_lease(store: SqlSessionStore) -> None:
     session = new_session()
     proposed = [ToolCall("a", "echo", "{}")]
@@ -216,11 +185,10 @@ async def test_a_step_starts_once_in_an_open_turn_and_a_refused_start_writes_not
     assert log_violations(logged) == []
 
 
-
 async def test_a_step_started_while_another_waits_for_an_approval_decision_is_refused_by_name_and_writes_nothing(
     store: SqlSessionStore,
 ) -> None:
-    from tests.recording.session.test_session_approvals import suspend, tools
+    from tests.support.durable_approvals import suspend, tools
 
     session = new_session()
     await suspend(store, tools([]), session)
