@@ -2,7 +2,7 @@
 time against the assemblies in TETHER_MEAI_DIR): each test is a rule a defect
 found with the real assemblies broke (issue 7). CI runs this file on Mono and on
 CoreCLR (TETHER_CLR_RUNTIME), with TETHER_REQUIRE_MEAI=1 so it cannot skip.
-Approval-required functions are tested with Python tools in tests/test_approval.py.
+Approval-required functions are tested with Python tools in tests/execution/test_approval.py.
 """
 
 from __future__ import annotations
