@@ -10,8 +10,8 @@ from pathlib import Path
 import grimp
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tether_clr"
-ROOT = PACKAGE.parent
+from tests.support import PACKAGE, ROOT
+
 MODULES = sorted(PACKAGE.rglob("*.py"))
 MAX_MODULE_LINES = 600
 

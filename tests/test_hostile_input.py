@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import add, call
+from tests.support import add, call, run_one
 from tether_clr import (
     ArgumentLimits,
     InMemoryToolLog,
@@ -40,11 +40,6 @@ def _nested(depth: int) -> str:
     return '{"a": ' + "[" * depth + "]" * depth + "}"
 
 
-async def _one(registry: ToolRegistry, c: ToolCall, **kwargs: Any) -> ToolExecutionOutcome:
-    [outcome] = await registry.execute_batch([c], registry.seal(), **kwargs)
-    return outcome
-
-
 def _assert_recordable(outcome: ToolExecutionOutcome) -> None:
     json.loads(outcome.to_function_result().to_json())
     outcome.value_json.encode("utf-8")
@@ -66,7 +61,7 @@ HOSTILE_ARGUMENT_TEXT = {
 @pytest.mark.parametrize("raw", HOSTILE_ARGUMENT_TEXT.values(), ids=HOSTILE_ARGUMENT_TEXT.keys())
 async def test_argument_text_json_cannot_hold_is_invalid_args(raw: str) -> None:
     registry = _echo_registry()
-    outcome = await _one(registry, call("c1", "echo", raw))
+    outcome = await run_one(registry, call("c1", "echo", raw))
     assert outcome.code is INVALID
     _assert_recordable(outcome)
 
@@ -81,27 +76,27 @@ def test_classify_reads_unreadable_arguments_as_exclusive(raw: str) -> None:
 async def test_argument_nesting_over_the_limit_is_refused_and_limit_is_configurable() -> None:
     default = _echo_registry()
     assert default.argument_limits.max_depth == 64
-    at_limit = await _one(default, call("c1", "echo", _nested(63)))  # the object itself is one level
+    at_limit = await run_one(default, call("c1", "echo", _nested(63)))  # the object itself is one level
     assert at_limit.code is None
-    over = await _one(default, call("c2", "echo", _nested(64)))
+    over = await run_one(default, call("c2", "echo", _nested(64)))
     assert over.code is INVALID and "65 levels" in over.failure.message and "limit is 64" in over.failure.message
     strict = _echo_registry(argument_limits=ArgumentLimits(max_depth=3))
-    assert (await _one(strict, call("c3", "echo", _nested(2)))).code is None
-    assert (await _one(strict, call("c4", "echo", _nested(3)))).code is INVALID
+    assert (await run_one(strict, call("c3", "echo", _nested(2)))).code is None
+    assert (await run_one(strict, call("c4", "echo", _nested(3)))).code is INVALID
 
 
 async def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
     registry = _echo_registry(argument_limits=ArgumentLimits(max_depth=2))
     text = json.dumps({"a": "[[[[{{{{" * 10 + '\\"]]' + "}}"})
-    outcome = await _one(registry, call("c1", "echo", text))
+    outcome = await run_one(registry, call("c1", "echo", text))
     assert outcome.code is None and outcome.value == json.loads(text)["a"]
 
 
 async def test_argument_text_over_the_size_limit_is_refused_before_parsing() -> None:
     registry = _echo_registry(argument_limits=ArgumentLimits(max_chars=100))
-    ok = await _one(registry, call("c1", "echo", json.dumps({"a": "x" * 80})))
+    ok = await run_one(registry, call("c1", "echo", json.dumps({"a": "x" * 80})))
     assert ok.code is None
-    big = await _one(registry, call("c2", "echo", json.dumps({"a": "x" * 200})))
+    big = await run_one(registry, call("c2", "echo", json.dumps({"a": "x" * 200})))
     assert big.code is INVALID and "limit is 100" in big.failure.message
     assert registry.classify(call("c2", "echo", json.dumps({"a": "x" * 200})), registry.seal()) is ToolExecutionMode.EXCLUSIVE
     assert ToolRegistry().argument_limits.max_chars == 1_048_576
@@ -119,7 +114,7 @@ async def test_blank_argument_text_means_no_arguments() -> None:
     registry = ToolRegistry()
     add(registry, lambda: "ran", "t")
     for blank in ("", "   ", "\n\t"):
-        assert (await _one(registry, call("c1", "t", blank))).value == "ran"
+        assert (await run_one(registry, call("c1", "t", blank))).value == "ran"
 
 
 # ------------------------------------------------------------ lone surrogates
@@ -127,7 +122,7 @@ async def test_escaped_lone_surrogate_in_arguments_is_invalid_args_and_recorded(
     registry = _echo_registry()
     raw = '{"a": "\\ud800"}'
     with SqliteToolLog(tmp_path / "log.sqlite3") as log:
-        outcome = await _one(registry, call("c1", "echo", raw), sink=log)
+        outcome = await run_one(registry, call("c1", "echo", raw), sink=log)
         assert outcome.code is INVALID and "Unicode" in outcome.failure.message
         _assert_recordable(outcome)
         assert [c.arguments for c in log.declared_calls()] == [raw]
@@ -272,9 +267,9 @@ async def test_local_schema_references_keep_working_without_any_retrieval(monkey
     }
     registry = ToolRegistry()
     registry.register(_SchemaTool("t", schema))
-    ok = await _one(registry, call("c1", "t", {"p": {"x": 1}, "e": "s"}))
+    ok = await run_one(registry, call("c1", "t", {"p": {"x": 1}, "e": "s"}))
     assert ok.code is None
-    bad = await _one(registry, call("c2", "t", {"p": {"x": "one"}}))
+    bad = await run_one(registry, call("c2", "t", {"p": {"x": "one"}}))
     assert bad.code is INVALID and "p/x" in bad.failure.message
 
 
@@ -282,7 +277,7 @@ async def test_function_call_content_with_values_json_cannot_hold_becomes_a_refu
     registry = _echo_registry()
     for arguments in ({"a": float("nan")}, {"a": "\ud800"}, {"\udc00": 1}):
         hostile = ToolCall.from_function_call({"callId": "c1", "name": "echo", "arguments": arguments})
-        outcome = await _one(registry, hostile)
+        outcome = await run_one(registry, hostile)
         assert outcome.code is INVALID
         _assert_recordable(outcome)
 
@@ -308,11 +303,11 @@ async def test_schema_keyword_that_cannot_be_evaluated_on_the_values_is_invalid_
     registry = ToolRegistry()
     tool = _HalvesTool()
     registry.register(tool)
-    outcome = await _one(registry, call("1", "halves", '{"n": 1' + "0" * 400 + "}"))
+    outcome = await run_one(registry, call("1", "halves", '{"n": 1' + "0" * 400 + "}"))
     assert outcome.code is INVALID
     assert "OverflowError" in outcome.failure.message  # type: ignore[union-attr]
     assert tool.runs == 0
-    ok = await _one(registry, call("2", "halves", '{"n": 1.5}'))
+    ok = await run_one(registry, call("2", "halves", '{"n": 1.5}'))
     assert ok.value == 1.5
 
 

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support import Unprintable
 from tether_clr import (
     ArgumentLimits,
     PythonFunction,
@@ -37,7 +38,7 @@ SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_c
 ANY_CHAR = st.one_of(st.characters(exclude_categories=()), SURROGATES)
 HOSTILE_TEXT = st.text(ANY_CHAR, max_size=12)
 # Empty ids and names are excluded: the invariant result policy refuses them on purpose,
-# raising ResultPolicyError (tests/test_pipeline.py), which is not what this property is about.
+# raising ResultPolicyError (tests/execution/test_pipeline.py), which is not what this property is about.
 NONEMPTY_TEXT = st.text(ANY_CHAR, min_size=1, max_size=12)
 NAMES = st.one_of(st.sampled_from(["produce", "fail", "nothing"]), NONEMPTY_TEXT)
 CALL_IDS = st.one_of(st.sampled_from(["call_0", "call_1", "call_2"]), NONEMPTY_TEXT)
@@ -56,11 +57,6 @@ ARGUMENT_TEXT = st.one_of(
     st.integers(4000, 6000).map(lambda n: '{"i": 1' + "0" * n + "}"),
     st.text(ANY_CHAR, max_size=30),
 )
-
-
-class Unprintable(Exception):
-    def __str__(self) -> str:
-        raise RuntimeError("unprintable")
 
 
 def _odd(kind: str) -> Any:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import tether_clr
 
-API_PAGE = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+from tests.support import ROOT
+
+API_PAGE = ROOT / "docs" / "api.md"
 
 
 def test_exported_names_are_exactly_the_documented_list() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tests.helpers import add, call
+from tests.support import add, call
 from tether_clr import (
     AgentPipelineScope,
     DuplicateToolError,
