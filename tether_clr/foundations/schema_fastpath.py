@@ -14,7 +14,7 @@ tell), :class:`~tether_clr.foundations.validation.ArgumentValidator` asks jsonsc
 decides and writes the error message. And a schema is compiled only when every
 keyword in it, at every level, is one of the few below, for the validator class
 whose semantics they copy (Draft 2020-12, the default); any other keyword or
-dialect gets no fast path at all. ``tests/test_schema_fastpath.py`` checks,
+dialect gets no fast path at all. ``tests/foundations/test_schema_fastpath.py`` checks,
 property-based, that the verdict equals jsonschema's on random schemas and values.
 
 Supported keywords: ``type`` (a name or a list of names), ``properties``,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import Approver
 from tether_clr import (
     AgentPipelineScope,
     ApprovalResult,
@@ -31,17 +32,12 @@ from tether_clr.execution.ports import OPTIONAL_HOOKS
 pytestmark = pytest.mark.anyio
 
 
-class Deferring:
-    async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-        return ApprovalResult.DEFERRED
-
-
 def registry() -> ToolRegistry:
     registry = ToolRegistry()
     registry.register(PythonFunction.from_callable(lambda n: n * 2, name="double"))
     registry.register(PythonFunction.from_callable(lambda n: -n, name="negate"), None,
                       ToolRegistrationOptions(requires_approval=True))
-    registry.approval = Deferring()
+    registry.approval = Approver(ApprovalResult.DEFERRED)
     return registry
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support import Approver
 from tether_clr import (
     ApprovalResult,
     PythonFunction,
@@ -24,17 +24,12 @@ pytestmark = pytest.mark.anyio
 CTX = RequestContext("acme", "alice", frozenset())
 
 
-class Deferring:
-    async def request(self, execution: Any, reason: str | None) -> ApprovalResult:
-        return ApprovalResult.DEFERRED
-
-
 def registry() -> ToolRegistry:
     registry = ToolRegistry()
     registry.register(PythonFunction.from_callable(lambda text: text.upper(), name="shout"))
     registry.register(PythonFunction.from_callable(lambda path: f"deleted {path}", name="delete"), None,
                       ToolRegistrationOptions(requires_approval=True))
-    registry.approval = Deferring()
+    registry.approval = Approver(ApprovalResult.DEFERRED)
     return registry
 
 
