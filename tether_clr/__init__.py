@@ -84,6 +84,7 @@ from tether_clr.recording.session.sqlite import SqliteSessionStore
 from tether_clr.recording.session.verify import log_violations
 from tether_clr.recording.tool_log import InMemoryToolLog, LoggedCall, SqliteToolLog
 from tether_clr.records.audit import ToolAuditRecord
+from tether_clr.records.content import ImagePart, TextPart
 from tether_clr.records.context import (
     IDENTITY_PARAMETERS,
     RequestContext,
@@ -140,6 +141,7 @@ __all__ = [
     "ForwardingSink",
     "FunctionResultContent",
     "IDENTITY_PARAMETERS",
+    "ImagePart",
     "InMemoryToolLog",
     "IncompatibleSchemaError",
     "InvariantViolation",
@@ -171,6 +173,7 @@ __all__ = [
     "StepLoop",
     "StepResult",
     "TetherError",
+    "TextPart",
     "Tool",
     "ToolArgumentError",
     "ToolAssembly",

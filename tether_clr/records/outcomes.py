@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.records.content import ContentPart, TextPart, as_parts
 from tether_clr.foundations.json_values import canonical_json, to_json_text
 from tether_clr.foundations.text import is_valid_text, safe_text_or_value
 
@@ -244,7 +245,10 @@ class ToolExecutionOutcome:
     """The terminal result of one call: a value, or a failure with a stable code.
 
     On failure ``value`` is ``{"message": ...}`` so a model always receives
-    something it can read. Built through :meth:`success` and :meth:`failed`, an
+    something it can read. ``content`` is what a model is shown (see
+    :mod:`tether_clr.records.content`): ``explicit_content`` when a content hook
+    set it (:meth:`with_content`), else the default: a success's value as text (a
+    string as itself, anything else as canonical JSON), a failure's message. Built through :meth:`success` and :meth:`failed`, an
     outcome always serializes (``to_function_result().to_json()``) and can be
     recorded by any sink: its text is valid Unicode and its value is JSON.
     """
@@ -253,6 +257,7 @@ class ToolExecutionOutcome:
     name: str
     value_json: str
     failure: ToolFailure | None = None
+    explicit_content: tuple[ContentPart, ...] | None = None
 
     @classmethod
     def success(cls, call_id: str, name: str, value: Any) -> ToolExecutionOutcome:
@@ -280,6 +285,25 @@ class ToolExecutionOutcome:
     @property
     def value(self) -> Any:
         return json.loads(self.value_json)
+
+    @property
+    def content(self) -> tuple[ContentPart, ...]:
+        """What a model is shown of this outcome: the explicit content, or the default text."""
+        explicit = self.explicit_content
+        if explicit is not None:
+            return explicit
+        if self.failure is not None:
+            return (TextPart(self.failure.message),)
+        value_json = self.value_json
+        if value_json.startswith('"'):
+            text = json.loads(value_json)
+            if isinstance(text, str):
+                return (TextPart(text),)
+        return (TextPart(value_json),)
+
+    def with_content(self, parts: tuple[ContentPart, ...]) -> ToolExecutionOutcome:
+        """The same outcome (value, failure, call id) with ``parts`` as its content."""
+        return replace(self, explicit_content=as_parts(parts, "content"))
 
     @property
     def is_error(self) -> bool:
