@@ -156,8 +156,8 @@ async def test_log_file_of_an_older_version_is_migrated_in_place(tmp_path: Path)
     with SqliteToolLog(path) as reopened:  # migrating again is a no-op
         assert len(reopened.declared_calls()) == 3 and len(reopened.outcomes()) == 2
     check = sqlite3.connect(path)
-    assert check.execute("PRAGMA user_version").fetchone()[0] == 2  # 2 added tool_outcomes.failure_reason
-    assert "failure_reason" in {row[1] for row in check.execute("PRAGMA table_info(tool_outcomes)")}
+    assert check.execute("PRAGMA user_version").fetchone()[0] == 3  # 2 added failure_reason, 3 content
+    assert {"failure_reason", "content"} <= {row[1] for row in check.execute("PRAGMA table_info(tool_outcomes)")}
     check.close()
 
 

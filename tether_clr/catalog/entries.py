@@ -14,7 +14,7 @@ from typing import Any
 from tether_clr.catalog.candidates import ToolCandidate
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import ToolMetadata
-from tether_clr.catalog.registration import ToolRegistrationOptions
+from tether_clr.catalog.registration import ContentHook, ToolRegistrationOptions
 from tether_clr.foundations.compatibility import require_compatible
 from tether_clr.foundations.text import is_valid_text, safe_text
 from tether_clr.foundations.validation import ArgumentValidator
@@ -35,7 +35,8 @@ class ToolEntry:
     ``record.entry`` when the status or metadata changes, and clears
     ``record.alive`` on disposal); ``approval`` holds the tool's and the
     registration's approval predicates; ``allow_identity_parameters`` is kept
-    for the DRAFT -> VALIDATED checks.
+    for the DRAFT -> VALIDATED checks; ``project_content`` and ``finalize_content``
+    are the registration's content hooks, pinned with the version.
     """
 
     tool: Tool
@@ -48,6 +49,8 @@ class ToolEntry:
     record: LiveRecord
     approval: tuple[Callable[[Any], Any], ...] = ()
     allow_identity_parameters: bool = False
+    project_content: ContentHook | None = None
+    finalize_content: ContentHook | None = None
 
     def declaration(self) -> ToolSchemaSnapshot:
         return ToolSchemaSnapshot(name=self.name, description=self.description, parameters=self.validator.schema)
@@ -116,7 +119,7 @@ def make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegist
     )
     return ToolEntry(
         tool, scope, validator, name, description, concurrency, candidate, record, approval,
-        options.allow_identity_parameters,
+        options.allow_identity_parameters, options.project_content, options.finalize_content,
     )
 
 

@@ -14,9 +14,13 @@ from typing import Any, Literal
 
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import ToolMetadata
+from tether_clr.records.outcomes import ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
 
-__all__ = ["ChangeKind", "Registration", "ToolRegistrationOptions", "ToolsChangedEvent"]
+__all__ = ["ChangeKind", "ContentHook", "Registration", "ToolRegistrationOptions", "ToolsChangedEvent"]
+
+ContentHook = Callable[[ToolExecutionOutcome], Any]
+"""``hook(outcome) -> parts``: a :class:`~tether_clr.TextPart`, an :class:`~tether_clr.ImagePart`, or a sequence of them."""
 
 ChangeKind = Literal["added", "removed", "status", "metadata", "pin", "deny_rule", "authority"]
 
@@ -41,6 +45,19 @@ class ToolRegistrationOptions:
     (default ACTIVE, today's behaviour). A schema that asks the model for
     ``tenant_id``, ``principal_id`` or ``user_id`` is refused unless
     ``allow_identity_parameters`` says it is a business field.
+
+    ``project_content(outcome) -> parts`` and ``finalize_content(outcome) ->
+    parts`` shape what a model is shown of the tool's outcomes (content parts:
+    :class:`~tether_clr.TextPart`, :class:`~tether_clr.ImagePart`); both are
+    synchronous and content-only (they cannot change the value, the code or the
+    call id) and are pinned with the version in every snapshot.
+    ``project_content`` runs on a successful body's outcome, after the body and
+    before the execute listeners return it (so the post-execute waterfall sees the
+    prepared content). ``finalize_content`` runs last, after the post-execute
+    waterfall and the pipeline's normalisation, on every outcome of a call that
+    resolved to this tool, failures included: truncation, redaction and the
+    like. A hook that raises, or returns something that is not parts, turns the
+    outcome into TOOL_ERROR (reason ``content_hook``) naming the hook.
     """
 
     is_concurrency_safe: Callable[[Any], Any] | bool | None = None
@@ -48,6 +65,8 @@ class ToolRegistrationOptions:
     metadata: ToolMetadata | None = None
     status: ToolStatus | None = None
     allow_identity_parameters: bool = False
+    project_content: ContentHook | None = None
+    finalize_content: ContentHook | None = None
 
     def __post_init__(self) -> None:
         if self.metadata is not None and not isinstance(self.metadata, ToolMetadata):
@@ -56,6 +75,10 @@ class ToolRegistrationOptions:
             raise TypeError(f"status must be a ToolStatus, got {type(self.status).__name__}")
         if not isinstance(self.allow_identity_parameters, bool):
             raise TypeError("allow_identity_parameters must be a bool")
+        for name in ("project_content", "finalize_content"):
+            hook = getattr(self, name)
+            if hook is not None and not callable(hook):
+                raise TypeError(f"{name} must be a callable taking the outcome, got {type(hook).__name__}")
 
 
 class Registration:

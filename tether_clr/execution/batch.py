@@ -542,6 +542,7 @@ class BatchRun:
             assert execution is not None and outcome is not None
             if slot.dispatched:
                 outcome = await self._pipeline.review(execution, outcome)
+            outcome = self._pipeline.finalize(execution, slot.entry, outcome)
             if self._audit:
                 await self._audit_call(slot, outcome)
             try:

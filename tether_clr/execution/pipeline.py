@@ -39,6 +39,7 @@ from tether_clr.foundations.errors import (
 )
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.foundations.text import describe_exception, exception_text, safe_repr
+from tether_clr.records.content import as_parts
 from tether_clr.records.decisions import (
     ApprovalResult,
     ToolPostDecision,
@@ -97,6 +98,21 @@ def _limit_result(execution: ToolExecution, outcome: ToolExecutionOutcome, limit
     if size <= limit:
         return outcome
     return _fail(execution, Codes.TOOL_ERROR, f"the result is {size} bytes, more than max_result_bytes={limit}", "result_too_large")
+
+
+def _with_hook_content(
+    execution: ToolExecution, outcome: ToolExecutionOutcome, hook: Callable[[ToolExecutionOutcome], Any], name: str
+) -> ToolExecutionOutcome:
+    """``outcome`` with the content ``hook`` gives it; TOOL_ERROR (reason ``content_hook``) naming the hook
+    when it raises or returns something that is not content parts."""
+    try:
+        parts = hook(outcome)
+        if inspect.iscoroutine(parts):
+            parts.close()  # never awaited by design: content hooks are synchronous
+            raise TypeError(f"{name} must be synchronous; it returned a coroutine")
+        return outcome.with_content(as_parts(parts, name))
+    except Exception as exc:
+        return _fail(execution, Codes.TOOL_ERROR, f"{name} of {execution.name!r} failed: {describe_exception(exc)}", "content_hook")
 
 
 async def maybe_await(value: Any) -> Any:
@@ -456,7 +472,10 @@ class CallPipeline:
         if outcome is None or scope.cancelled_caught:
             reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return _fail(execution, Codes.ABORTED, f"cancelled: {reason}")
-        return _limit_result(execution, outcome, entry.max_result_bytes)
+        outcome = _limit_result(execution, outcome, entry.max_result_bytes)
+        if entry.project_content is None or outcome.failure is not None:
+            return outcome
+        return _with_hook_content(execution, outcome, entry.project_content, "project_content")
 
     # ---------------------------------------------------------------- review
     async def review(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
@@ -480,6 +499,13 @@ class CallPipeline:
             except TypeError as exc:
                 return _fail(execution, Codes.TOOL_ERROR, f"post-execute replacement is not JSON-compatible: {exc}")
         return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener returned an unknown decision {safe_repr(decision.kind)}")
+
+    @staticmethod
+    def finalize(execution: ToolExecution, entry: ToolEntry | None, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
+        """The tool's ``finalize_content`` hook, last, on any outcome of a call that resolved to it."""
+        if entry is None or entry.finalize_content is None:
+            return outcome
+        return _with_hook_content(execution, outcome, entry.finalize_content, "finalize_content")
 
     # -------------------------------------------------------------- policies
     async def enforce_policies(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:

@@ -15,6 +15,7 @@ stores the :class:`~tether_clr.Declaration` (batch run and position) that
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -29,6 +30,7 @@ import anyio.to_thread
 
 from tether_clr.execution.ports import Declaration, current_declaration
 from tether_clr.foundations.text import safe_text_or_value
+from tether_clr.records.content import parts_from_json, parts_to_json
 from tether_clr.records.outcomes import (
     ToolCall,
     ToolExecutionOutcome,
@@ -111,7 +113,7 @@ def _logged(call: ToolCall, declaration: Declaration | None) -> LoggedCall:
     )
 
 
-_SCHEMA_VERSION = 2  # 2: tool_outcomes.failure_reason
+_SCHEMA_VERSION = 3  # 2: tool_outcomes.failure_reason; 3: tool_outcomes.content
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS tool_calls (
@@ -134,7 +136,8 @@ _TABLES = (
     recorded_at TEXT NOT NULL,
     batch_id TEXT,
     position INTEGER,
-    failure_reason TEXT
+    failure_reason TEXT,
+    content TEXT
 )""",
 )
 # Columns added after the first release: (table, column, type). An older file gets them by ALTER TABLE.
@@ -144,6 +147,7 @@ _ADDED_COLUMNS = (
     ("tool_outcomes", "batch_id", "TEXT"),
     ("tool_outcomes", "position", "INTEGER"),
     ("tool_outcomes", "failure_reason", "TEXT"),
+    ("tool_outcomes", "content", "TEXT"),
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS tool_outcomes_call_id ON tool_outcomes(call_id)",
@@ -274,7 +278,7 @@ class SqliteToolLog:
         await anyio.to_thread.run_sync(
             self._write,
             "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, failure_reason, recorded_at, "
-            "batch_id, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "batch_id, position, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 safe_text_or_value(outcome.call_id),
                 safe_text_or_value(outcome.name),
@@ -285,6 +289,7 @@ class SqliteToolLog:
                 _now(),
                 None if declaration is None else declaration.batch_id,
                 None if declaration is None else declaration.index,
+                None if outcome.explicit_content is None else json.dumps(parts_to_json(outcome.explicit_content)),
             ),
         )
 
@@ -298,13 +303,14 @@ class SqliteToolLog:
 
     def outcomes(self) -> list[ToolExecutionOutcome]:
         rows = self._rows(
-            "SELECT call_id, name, value, failure_code, failure_message, failure_reason FROM tool_outcomes ORDER BY seq"
+            "SELECT call_id, name, value, failure_code, failure_message, failure_reason, content FROM tool_outcomes ORDER BY seq"
         )
         return [
             ToolExecutionOutcome(
-                call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message, reason)
+                call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message, reason),
+                None if content is None else parts_from_json(json.loads(content)),
             )
-            for call_id, name, value, code, message, reason in rows
+            for call_id, name, value, code, message, reason, content in rows
         ]
 
     def pending_calls(self) -> list[LoggedCall]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.repair import NewEvent
+from tether_clr.records.content import parts_to_json
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 
 __all__ = [
@@ -91,9 +92,13 @@ def call_payload(position: int, call: ToolCall) -> str:
 
 
 def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
-    """A ``tool/result`` payload as JSON text: position, name, failure fields, and the value.
+    """A ``tool/result`` payload as JSON text: position, name, failure fields, the content when a
+    content hook set it (images as base64 with their MIME type; otherwise it is the value's default
+    text and is not written twice), and the value.
 
     The value is already canonical JSON text: spliced in, not parsed and dumped again.
     """
-    fields = {"index": position, "name": outcome.name, **failure_fields(outcome)}
+    fields: dict[str, Any] = {"index": position, "name": outcome.name, **failure_fields(outcome)}
+    if outcome.explicit_content is not None:
+        fields["content"] = parts_to_json(outcome.explicit_content)
     return dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"

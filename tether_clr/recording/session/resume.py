@@ -47,6 +47,7 @@ from tether_clr.recording.session.events import (
 )
 from tether_clr.recording.session.protocol import SessionClaim, SessionStore
 from tether_clr.recording.session.steps import StepLog, read_steps
+from tether_clr.records.content import parts_from_json
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
@@ -77,11 +78,14 @@ def _outcome(step: StepLog, position: int) -> ToolExecutionOutcome:
     name = payload.get("name")
     name = name if isinstance(name, str) else ""
     if payload.get("ok") is True:
-        return ToolExecutionOutcome.success(call_id, name, payload.get("value"))
-    reason = payload.get("reason")
-    return ToolExecutionOutcome.failed(
-        call_id, name, Codes(str(payload.get("code"))), str(payload.get("message")), reason if isinstance(reason, str) else None
-    )
+        outcome = ToolExecutionOutcome.success(call_id, name, payload.get("value"))
+    else:
+        reason = payload.get("reason")
+        outcome = ToolExecutionOutcome.failed(
+            call_id, name, Codes(str(payload.get("code"))), str(payload.get("message")), reason if isinstance(reason, str) else None
+        )
+    content = payload.get("content")
+    return outcome if content is None else outcome.with_content(parts_from_json(content))
 
 
 def _delivered(step: StepLog, first_parked: int) -> tuple[ToolExecutionOutcome, ...]:
