@@ -137,7 +137,7 @@ def test_other_dialects_get_no_fast_path() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     assert compile_success_check(schema, jsonschema.Draft4Validator) is None
     validator = ArgumentValidator({**schema, "$schema": "http://json-schema.org/draft-04/schema#"})
-    assert validator._fits is None
+    assert not validator.has_fast_path
     assert validator.error_for({"n": 1.0}) is not None  # draft 4: 1.0 is not an integer
 
 
@@ -145,7 +145,7 @@ def test_other_dialects_get_no_fast_path() -> None:
 @given(supported_schemas, json_objects | json_values)
 def test_validator_errors_still_come_from_jsonschema(schema: dict[str, Any], value: Any) -> None:
     validator = ArgumentValidator(schema)
-    assert validator._fits is not None
+    assert validator.has_fast_path
     error = validator.error_for(value)
     reference = _jsonschema(schema)  # the same keyword order: best_match's choice depends on it
     if reference.is_valid(value):
@@ -160,7 +160,7 @@ def test_python_function_schemas_take_the_fast_path() -> None:
         return text
 
     validator = ArgumentValidator(PythonFunction.from_callable(tool).json_schema)
-    assert validator._fits is not None
+    assert validator.has_fast_path
     assert validator.error_for({"text": "hi", "count": 2, "tags": ["a"], "ratio": None}) is None
     assert validator.error_for({"text": "hi", "count": True}) == "count: True is not of type 'integer'"
     assert validator.error_for({"text": "hi", "extra": 1}) is not None

@@ -92,6 +92,12 @@ class ArgumentValidator:
         self._fits = compile_success_check(plain, cls)
 
     @property
+    def has_fast_path(self) -> bool:
+        """Arguments of this schema's shape are recognised by the compiled fast check
+        (:mod:`tether_clr.foundations.schema_fastpath`) before jsonschema is asked."""
+        return self._fits is not None
+
+    @property
     def schema(self) -> dict[str, Any]:
         """A fresh copy of the checked schema (a JSON object)."""
         schema: dict[str, Any] = json.loads(self.schema_json)
