@@ -11,7 +11,7 @@ UNKNOWN_TOOL, as for any unknown name). It never raises and loses the others.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether_clr.foundations.json_values import to_json_text
@@ -29,11 +29,11 @@ def field(item: Any, name: str) -> Any:
 
 
 def items_of(value: Any, attribute: str) -> list[Any]:
-    """The items of ``value``: itself when it is a list (or any non-text iterable), else its ``attribute``
+    """The items of ``value``: itself when it is a list (a sequence, not text), else its ``attribute``
     (a message's ``tool_calls``, a response's ``output``, a Message's ``content``); ``[]`` when it has none."""
-    if isinstance(value, Mapping) or not isinstance(value, Iterable) or isinstance(value, str | bytes):
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):  # an SDK object iterates its fields: not a list
         value = field(value, attribute)
-    if value is None or isinstance(value, str | bytes) or not isinstance(value, Iterable):
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
         return []
     return list(value)
 
