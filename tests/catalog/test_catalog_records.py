@@ -83,9 +83,20 @@ def test_tool_metadata_defaults_are_the_issue_defaults() -> None:
         "required_scopes": frozenset(), "environments": None, "regions": None, "side_effect": SideEffect.NONE,
         "risk_level": "low", "read_only": False, "destructive": False, "idempotent": False, "open_world": False,
         "domain": None, "tags": frozenset(), "aliases": (), "origin": "builtin", "compatibility": "strict",
-        "max_result_bytes": None, "enabled_when": None,
+        "max_result_bytes": None, "enabled_when": None, "title": None,
     }
     assert [f.name for f in dataclasses.fields(ToolMetadata)] == list(dataclasses.asdict(m))
+
+
+def test_tool_metadata_title_is_optional_text_and_can_be_updated() -> None:
+    assert ToolMetadata(title="Weather forecast").title == "Weather forecast"
+    with pytest.raises(TypeError, match="title"):
+        ToolMetadata(title=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="title"):
+        ToolMetadata(title="")
+    assert ToolMetadata().updated(title="Forecast").title == "Forecast"
+    with pytest.raises(ValueError, match="title"):
+        ToolMetadata().updated(title="")
 
 
 def test_side_effect_vocabulary() -> None:

@@ -54,6 +54,8 @@ class ToolMetadata:
     ``version`` is a semantic version. ``enabled_when(context)`` is a feature
     flag, evaluated when a catalog is assembled, never at call time.
     ``max_result_bytes`` bounds the canonical JSON of a result (UTF-8 bytes).
+    ``title`` is a human-readable display name (MCP's ``title``), ``None`` for
+    the tool's name; it is shown, never used to find a tool.
     Set-valued fields accept any iterable of strings and are kept as frozensets;
     a bare string is refused.
     """
@@ -78,6 +80,7 @@ class ToolMetadata:
     compatibility: CompatibilityMode = "strict"
     max_result_bytes: int | None = None
     enabled_when: Callable[[RequestContext], Any] | None = None
+    title: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -105,6 +108,7 @@ class ToolMetadata:
             raise ValueError(f"max_result_bytes must be a positive int or None, got {limit!r}")
         if self.enabled_when is not None and not callable(self.enabled_when):
             raise TypeError(f"enabled_when must be callable or None, got {type(self.enabled_when).__name__}")
+        optional_str(self.title, "title")
 
     @property
     def semver(self) -> SemVer:

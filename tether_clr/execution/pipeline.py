@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from dataclasses import replace
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +219,11 @@ class CallPipeline:
         Returns the call as it is to be declared to the sink: ``call`` itself, or,
         when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
         which the execution and the outcome then carry too (refused INVALID_ARGS).
+        A ``null`` a strict-mode model sent for an optional property whose schema
+        refuses null is read as absent (:meth:`ArgumentValidator.admit
+        <tether_clr.foundations.validation.ArgumentValidator.admit>`): the
+        execution then carries the arguments without those keys, while the
+        declared call keeps the model's raw text.
         ``parsed``, when given, must be ``read_arguments(call.arguments,
         view.argument_limits)``, fresh and seen by no one else; it saves reading them again.
         """
@@ -257,9 +263,11 @@ class CallPipeline:
             return call, execution, None, _fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
         if parse_error is not None:
             return call, execution, entry, _fail(execution, Codes.INVALID_ARGS, parse_error)
-        schema_error = entry.validator.error_for(arguments)
+        admitted, schema_error = entry.validator.admit(arguments)
         if schema_error is not None:
             return call, execution, entry, _fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
+        if admitted is not arguments:  # strict-mode nulls read as absent: the body and approvers see the cleaned arguments
+            execution = replace(execution, arguments_json=canonical_json(admitted))
         return call, execution, entry, None
 
     # ---------------------------------------------------------- authorization

@@ -19,6 +19,7 @@ from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.records.content import ContentPart, TextPart, as_parts
 from tether_clr.foundations.json_values import canonical_json, to_json_text
 from tether_clr.foundations.text import is_valid_text, safe_text_or_value
+from tether_clr.records import wire
 
 if TYPE_CHECKING:
     from tether_clr.records.context import RequestContext
@@ -319,5 +320,35 @@ class ToolExecutionOutcome:
         return None if self.failure is None else self.failure.reason
 
     def to_function_result(self) -> FunctionResultContent:
+        """MEAI's ``FunctionResultContent``: ``result`` is the value, or, when the content is not
+        the default text (an image, a redaction), the content as ``AIContent`` JSON
+        (``{"$type": "text", ...}``, ``{"$type": "data", ...}``), so it says what a model is shown."""
         exception = None if self.failure is None else f"{self.failure.code}: {self.failure.message}"
-        return FunctionResultContent.model_validate({"callId": self.call_id, "result": self.value, "exception": exception})
+        result = self.value if self._has_default_content() else wire.meai_contents(self.content)
+        return FunctionResultContent.model_validate({"callId": self.call_id, "result": result, "exception": exception})
+
+    def _has_default_content(self) -> bool:
+        explicit = self.explicit_content
+        return explicit is None or explicit == replace(self, explicit_content=None).content
+
+    # ----------------------------------------------------------- wire forms (tether_clr.records.wire)
+    def to_openai(self, api: Literal["chat", "responses"] = "chat") -> dict[str, Any]:
+        """The result message for OpenAI: Chat Completions' ``{"role": "tool", "tool_call_id",
+        "content"}`` (text; images go in a following user message, see
+        ``tether_clr.projections.openai.chat_tool_messages``), or, with ``api="responses"``,
+        the ``function_call_output`` item (text and ``input_image`` parts)."""
+        if wire.check_openai_api(api) == "chat":
+            return wire.openai_chat_tool_message(self.call_id, self.content)
+        return wire.openai_function_call_output(self.call_id, self.content)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The Messages API ``tool_result`` block: text and image blocks, ``is_error: true`` on failure."""
+        return wire.anthropic_tool_result(self.call_id, self.content, self.failure is not None)
+
+    def to_mcp(self) -> dict[str, Any]:
+        """MCP's ``CallToolResult`` as JSON: ``content`` (text and image), ``structuredContent`` (an
+        object value, else ``{"result": value}``; a failure's ``code``, ``reason``, ``message``)
+        and ``isError``. ``tether_clr.projections.mcp.to_call_tool_result`` gives the SDK object."""
+        failure = self.failure
+        described = None if failure is None else (str(failure.code), failure.reason, failure.message)
+        return wire.mcp_call_tool_result(self.content, self.value, described)

@@ -1,0 +1,126 @@
+"""OpenAI: tools for Chat Completions and Responses (strict mode included), ``allowed_tools``, calls and results.
+
+* :func:`to_openai_tools` projects an assembly (or a sealed view) as the ``tools``
+  of either API, strict by default (:mod:`tether_clr.projections.strict`); the list
+  carries ``.report``.
+* :func:`openai_allowed_tools` is the ``tool_choice`` restricting a request to some tools.
+* :func:`calls_from_openai` reads a Chat Completions assistant message's
+  ``tool_calls`` or Responses output items back into ``ToolCall`` s, raw text untouched.
+* :func:`chat_tool_messages` (and ``outcome.to_openai(api=...)``) give the results.
+
+The dicts are what the ``openai`` SDK's request parameters accept; the SDK's
+response objects are read by attribute. Nothing here imports the SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from tether_clr.catalog.views import SealedToolCatalogView
+from tether_clr.projections.calls import field, items_of, make_call
+from tether_clr.projections.source import shown_tools
+from tether_clr.projections.strict import ProjectionNote, ProjectionReport, strict_schema
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+from tether_clr.records.wire import OpenAIApi, check_openai_api, openai_chat_image_message
+
+__all__ = ["OpenAITools", "calls_from_openai", "chat_tool_messages", "openai_allowed_tools", "to_openai_tools"]
+
+
+class OpenAITools(list[dict[str, Any]]):
+    """The projected tools (a plain list of dicts, ready for ``tools=``) and the :class:`ProjectionReport` of the projection."""
+
+    report: ProjectionReport
+
+    def __init__(self, tools: Iterable[dict[str, Any]] = (), report: ProjectionReport | None = None) -> None:
+        super().__init__(tools)
+        self.report = report if report is not None else ProjectionReport()
+
+
+def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", strict: bool = True) -> OpenAITools:
+    """The tools of ``assembly`` for OpenAI, in its order: Chat Completions'
+    ``{"type": "function", "function": {...}}`` or the Responses API's flat ``{"type": "function", "name", ...}``.
+
+    With ``strict=True`` each schema is converted to strict mode; a tool whose
+    schema cannot be strict is projected as it is with ``"strict": false``, and
+    ``.report`` says why. Annotations strict mode refuses are removed and reported.
+    Every call builds fresh dicts.
+    """
+    api = check_openai_api(api)
+    tools: list[dict[str, Any]] = []
+    notes: list[ProjectionNote] = []
+    for tool in shown_tools(assembly):
+        parameters, is_strict = tool.parameters, False
+        if strict:
+            converted = strict_schema(tool.parameters)
+            notes.extend(ProjectionNote(tool.name, *note) for note in converted.notes)
+            if converted.schema is not None:
+                parameters, is_strict = converted.schema, True
+        function: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            function["description"] = tool.description
+        function["parameters"] = parameters
+        function["strict"] = is_strict
+        tools.append({"type": "function", "function": function} if api == "chat" else {"type": "function", **function})
+    return OpenAITools(tools, ProjectionReport(tuple(notes)))
+
+
+def openai_allowed_tools(
+    names: Iterable[str], mode: Literal["auto", "required"] = "auto", api: OpenAIApi = "chat"
+) -> dict[str, Any]:
+    """The ``tool_choice`` value that allows only ``names`` (``allowed_tools``), in each API's form.
+
+    ``mode="auto"`` lets the model pick among them or answer; ``"required"`` makes it call one.
+    ``names`` may be a view's ``names``; a bare string is refused (``TypeError``).
+    """
+    api = check_openai_api(api)
+    if mode not in ("auto", "required"):
+        raise ValueError(f'mode must be "auto" or "required", got {mode!r}')
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+        raise TypeError(f"names must be an iterable of tool names, got {type(names).__name__}")
+    chosen = list(dict.fromkeys(names))
+    for name in chosen:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"each tool name must be a non-empty str, got {name!r}")
+    if api == "chat":
+        return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [{"type": "function", "function": {"name": n}} for n in chosen]}}
+    return {"type": "allowed_tools", "mode": mode, "tools": [{"type": "function", "name": n} for n in chosen]}
+
+
+def calls_from_openai(message_or_items: Any) -> list[ToolCall]:
+    """The function calls a model made, in its order, as ``ToolCall`` s with the raw argument text untouched.
+
+    Takes a Chat Completions assistant message (its ``tool_calls``: ``{"id",
+    "type": "function", "function": {"name", "arguments"}}``), a Responses
+    ``output`` list (``{"type": "function_call", "call_id", "name", "arguments"}``)
+    or a Response (its ``output``), as dicts or as the ``openai`` SDK's objects.
+    An item that is not a function call (text, reasoning, a custom tool call) is
+    skipped; a malformed function call becomes a call that ends INVALID_ARGS.
+    """
+    if isinstance(message_or_items, Sequence) and not isinstance(message_or_items, str | bytes):
+        items = list(message_or_items)
+    elif field(message_or_items, "tool_calls") is not None or field(message_or_items, "role") == "assistant":
+        items = items_of(message_or_items, "tool_calls")
+    else:
+        items = items_of(message_or_items, "output")
+    calls: list[ToolCall] = []
+    for item in items:
+        kind = field(item, "type")
+        if kind == "function_call":  # a Responses output item
+            calls.append(make_call(len(calls), field(item, "call_id"), field(item, "name"), field(item, "arguments"), provider="OpenAI"))
+        elif kind == "function" or (kind is None and field(item, "function") is not None):  # a Chat Completions tool call
+            function = field(item, "function")
+            calls.append(make_call(len(calls), field(item, "id"), field(function, "name"), field(function, "arguments"), provider="OpenAI"))
+    return calls
+
+
+def chat_tool_messages(outcomes: Iterable[ToolExecutionOutcome]) -> list[dict[str, Any]]:
+    """The Chat Completions messages answering a step: each outcome's tool message, in order, then
+    one user message per outcome with images (tool messages carry only text; see ``outcome.to_openai``)."""
+    outcomes = list(outcomes)
+    messages = [outcome.to_openai("chat") for outcome in outcomes]
+    for outcome in outcomes:
+        images = openai_chat_image_message(outcome.call_id, outcome.content)
+        if images is not None:
+            messages.append(images)
+    return messages
