@@ -1,14 +1,27 @@
-// JSON values (as Json.Parse returns them) -> .NET parameter values, and the JSON
-// schema that describes the same types, built the way AIFunctionFactory describes
-// parameters: names, types, descriptions, defaults, required.
+// The fallback binder: JSON values as the fallback reader (Json.cs) returns them -> .NET parameter
+// values of a [Description] method. It binds only where the runtime has no System.Text.Json, that
+// is on Mono without Microsoft.Extensions.AI; wherever System.Text.Json loads (always on CoreCLR;
+// on Mono once a probe folder holds it, see Json.cs) DescribedFunction binds through
+// JsonSerializer instead (SystemTextJson.cs, with options that follow these rules), and an
+// AIFunction is always bound by Microsoft.Extensions.AI itself. The binder is chosen when the
+// function is wrapped, and DescribedFunction.ArgumentBinder says which ("fallback" for this one).
+// Rules: strings, booleans and numbers only from their own JSON kind; integers in range (a whole
+// double such as 2.0 is accepted); enums by name (any case) or by a defined number; arrays and
+// List/IList/IEnumerable/...; Dictionary<string, T>; objects through a public parameterless
+// constructor and public writable properties and fields (names in any case; an unknown one is
+// refused); DateTime, DateTimeOffset, Guid, TimeSpan from strings; an object parameter gets the
+// parsed value itself. Any failure is an ArgumentBindingException naming the argument's path.
+// Where System.Text.Json (SystemTextJson.Options) differs, at the edges: it refuses a whole double
+// for an integer; takes an enum number that names no member, and names joined by commas (as
+// flags); parses dates as ISO 8601 only; reads a decimal exactly (here: through a double); can
+// build an object through a constructor with parameters; and gives an object parameter a
+// JsonElement (here: Dictionary, List, long, ...). Its messages are its own, after the name.
+// tests/test_clr_binding.py holds both paths to the same results everywhere else.
 using System;
 using System.Collections;
 using System.Collections.Generic;
-using System.ComponentModel;
 using System.Globalization;
-using System.Linq;
 using System.Reflection;
-using System.Text;
 
 namespace Tether.Bridge
 {
@@ -60,7 +73,7 @@ namespace Tether.Bridge
                 for (var i = 0; i < items.Count; i++) array.SetValue(Convert(items[i], type.GetElementType(), path + "[" + i + "]"), i);
                 return array;
             }
-            var element = SequenceElement(type);
+            var element = Schema.SequenceElement(type);
             if (element != null)
             {
                 var items = AsList(json, path);
@@ -68,7 +81,7 @@ namespace Tether.Bridge
                 for (var i = 0; i < items.Count; i++) list.Add(Convert(items[i], element, path + "[" + i + "]"));
                 return list;
             }
-            var valueType = DictionaryValue(type);
+            var valueType = Schema.DictionaryValue(type);
             if (valueType != null)
             {
                 var entries = AsObject(json, path);
@@ -132,34 +145,13 @@ namespace Tether.Bridge
             return entries;
         }
 
-        internal static Type SequenceElement(Type type)
-        {
-            if (!type.IsGenericType) return null;
-            var definition = type.GetGenericTypeDefinition();
-            if (definition == typeof(List<>) || definition == typeof(IList<>) || definition == typeof(IEnumerable<>)
-                || definition == typeof(ICollection<>) || definition == typeof(IReadOnlyList<>) || definition == typeof(IReadOnlyCollection<>))
-                return type.GetGenericArguments()[0];
-            return null;
-        }
-
-        internal static Type DictionaryValue(Type type)
-        {
-            if (!type.IsGenericType) return null;
-            var definition = type.GetGenericTypeDefinition();
-            var arguments = type.GetGenericArguments();
-            if ((definition == typeof(Dictionary<,>) || definition == typeof(IDictionary<,>) || definition == typeof(IReadOnlyDictionary<,>))
-                && arguments[0] == typeof(string))
-                return arguments[1];
-            return null;
-        }
-
         static object ConvertObject(object json, Type type, string path)
         {
             var entries = AsObject(json, path);
             if (type.IsAbstract || type.IsInterface || (!type.IsValueType && type.GetConstructor(Type.EmptyTypes) == null))
                 throw Fail(path, "cannot create a " + type.Name + " (it needs a public parameterless constructor)");
             var instance = Activator.CreateInstance(type);
-            var members = WritableMembers(type);
+            var members = Schema.WritableMembers(type);
             foreach (var entry in entries)
             {
                 MemberInfo member;
@@ -169,100 +161,6 @@ namespace Tether.Bridge
                 else ((FieldInfo)member).SetValue(instance, Convert(entry.Value, ((FieldInfo)member).FieldType, path + "." + entry.Key));
             }
             return instance;
-        }
-
-        internal static Dictionary<string, MemberInfo> WritableMembers(Type type)
-        {
-            var members = new Dictionary<string, MemberInfo>(StringComparer.OrdinalIgnoreCase);
-            foreach (var property in type.GetProperties(BindingFlags.Public | BindingFlags.Instance))
-                if (property.CanWrite && property.GetSetMethod() != null && property.GetIndexParameters().Length == 0)
-                    members[Json.CamelCase(property.Name)] = property;
-            foreach (var field in type.GetFields(BindingFlags.Public | BindingFlags.Instance))
-                if (!field.IsInitOnly) members[Json.CamelCase(field.Name)] = field;
-            return members;
-        }
-    }
-
-    public static class Schema
-    {
-        // The parameters object schema of one method; CancellationToken parameters are injected, not declared.
-        public static string ForMethod(MethodInfo method)
-        {
-            var properties = new StringBuilder();
-            var required = new List<string>();
-            foreach (var parameter in method.GetParameters())
-            {
-                if (parameter.ParameterType == typeof(System.Threading.CancellationToken)) continue;
-                if (properties.Length > 0) properties.Append(',');
-                properties.Append(Json.Quote(parameter.Name)).Append(':');
-                var extra = new List<string>();
-                var description = Description(parameter);
-                if (description != null) extra.Add("\"description\":" + Json.Quote(description));
-                if (parameter.HasDefaultValue) extra.Add("\"default\":" + Json.Write(parameter.DefaultValue));
-                else required.Add(Json.Quote(parameter.Name));
-                properties.Append(ForType(parameter.ParameterType, extra, 0));
-            }
-            return "{\"type\":\"object\",\"properties\":{" + properties + "},\"required\":[" + string.Join(",", required.ToArray())
-                + "],\"additionalProperties\":false}";
-        }
-
-        static string Description(ICustomAttributeProvider provider)
-        {
-            var attribute = provider.GetCustomAttributes(typeof(DescriptionAttribute), true).OfType<DescriptionAttribute>().FirstOrDefault();
-            return attribute == null ? null : attribute.Description;
-        }
-
-        public static string DescriptionOf(MemberInfo member)
-        {
-            return Description(member);
-        }
-
-        static string ForType(Type type, List<string> extra, int depth)
-        {
-            var parts = new List<string>(extra ?? new List<string>());
-            var underlying = Nullable.GetUnderlyingType(type);
-            var nullable = underlying != null;
-            if (nullable) type = underlying;
-            string kind = null;
-            if (type == typeof(string) || type == typeof(char)) kind = "string";
-            else if (type == typeof(bool)) kind = "boolean";
-            else if (type == typeof(int) || type == typeof(long) || type == typeof(short) || type == typeof(byte)
-                     || type == typeof(uint) || type == typeof(ulong) || type == typeof(ushort) || type == typeof(sbyte)) kind = "integer";
-            else if (type == typeof(double) || type == typeof(float) || type == typeof(decimal)) kind = "number";
-            else if (type.IsEnum)
-            {
-                kind = "string";
-                parts.Add("\"enum\":[" + string.Join(",", Enum.GetNames(type).Select(Json.Quote).ToArray()) + "]");
-            }
-            else if (type == typeof(DateTime) || type == typeof(DateTimeOffset)) { kind = "string"; parts.Add("\"format\":\"date-time\""); }
-            else if (type == typeof(Guid)) { kind = "string"; parts.Add("\"format\":\"uuid\""); }
-            else if (type == typeof(TimeSpan)) { kind = "string"; parts.Add("\"pattern\":\"^-?(\\\\d+\\\\.)?\\\\d{2}:\\\\d{2}:\\\\d{2}(\\\\.\\\\d{1,7})?$\""); }
-            else if (type == typeof(object)) kind = null;
-            else if (depth > 8) kind = null;
-            else if (type.IsArray || Binder.SequenceElement(type) != null)
-            {
-                kind = "array";
-                var element = type.IsArray ? type.GetElementType() : Binder.SequenceElement(type);
-                parts.Add("\"items\":" + ForType(element, null, depth + 1));
-            }
-            else if (Binder.DictionaryValue(type) != null)
-            {
-                kind = "object";
-                parts.Add("\"additionalProperties\":" + ForType(Binder.DictionaryValue(type), null, depth + 1));
-            }
-            else
-            {
-                kind = "object";
-                var members = Binder.WritableMembers(type).OrderBy(m => m.Key, StringComparer.Ordinal);
-                var properties = members.Select(m => Json.Quote(m.Key) + ":" + ForType(
-                    m.Value is PropertyInfo ? ((PropertyInfo)m.Value).PropertyType : ((FieldInfo)m.Value).FieldType,
-                    Description(m.Value) == null ? null : new List<string> { "\"description\":" + Json.Quote(Description(m.Value)) },
-                    depth + 1));
-                parts.Add("\"properties\":{" + string.Join(",", properties.ToArray()) + "}");
-                parts.Add("\"additionalProperties\":false");
-            }
-            if (kind != null) parts.Insert(0, "\"type\":" + (nullable ? "[\"" + kind + "\",\"null\"]" : "\"" + kind + "\""));
-            return "{" + string.Join(",", parts.ToArray()) + "}";
         }
     }
 }

@@ -3,8 +3,15 @@
 //  * AIFunctionHandle: a real Microsoft.Extensions.AI AIFunction, driven through its
 //    public API by reflection, so the bridge compiles without the package.
 // Both expose the same shape: Name, Description, JsonSchema (text), IsConcurrencySafe,
-// and, as IJsonFunction (Calls.cs), InvokeAsync(argumentsJson, token) -> Task<string>
-// (the result as JSON text) and IsArgumentError.
+// ArgumentBinder, and, as IJsonFunction (Calls.cs), InvokeAsync(argumentsJson, token) ->
+// Task<string> (the result as JSON text) and IsArgumentError.
+//
+// Arguments are parsed once. An AIFunction's arguments text becomes one System.Text.Json
+// document whose property values (JsonElements) go into AIFunctionArguments as they are, the
+// shape FunctionInvokingChatClient passes. A [Description] method's arguments bind through
+// System.Text.Json too, wherever the runtime can load it (SystemTextJson.cs); only on a runtime
+// without it (Mono without Microsoft.Extensions.AI) does the fallback, Json.cs and Binder.cs,
+// bind them. ArgumentBinder names the path a function takes.
 // Invocation always starts on the thread pool, so a synchronous .NET body never
 // blocks the Python event loop.
 using System;
@@ -20,9 +27,13 @@ namespace Tether.Bridge
 {
     public sealed class DescribedFunction : IJsonFunction
     {
+        // What ArgumentBinder reports when Json.cs and Binder.cs bind (no System.Text.Json here).
+        public const string FallbackBinderName = "fallback";
+
         readonly MethodInfo _method;
         readonly object _target;
         readonly ParameterInfo[] _parameters;
+        readonly SystemTextJson _json; // null: the fallback binds
 
         public DescribedFunction(MethodInfo method, object target)
         {
@@ -37,6 +48,8 @@ namespace Tether.Bridge
             JsonSchema = Schema.ForMethod(method);
             IsConcurrencySafe = Discovery.HasAttributeNamed(method, "ConcurrencySafeAttribute")
                 || Discovery.HasAttributeNamed(method.DeclaringType, "ConcurrencySafeAttribute");
+            // Chosen once, here: System.Text.Json when the runtime can load it, else the fallback.
+            _json = SystemTextJson.Find();
         }
 
         public string Name { get; private set; }
@@ -45,13 +58,15 @@ namespace Tether.Bridge
         public bool IsConcurrencySafe { get; private set; }
         public MethodInfo Method { get { return _method; } }
 
+        // "System.Text.Json" or "fallback" (Json.cs and Binder.cs): which binder this method's arguments take.
+        public string ArgumentBinder { get { return _json != null ? SystemTextJson.BinderName : FallbackBinderName; } }
+
+        // Arguments text -> the method's parameter values. The same rules on both paths: a missing
+        // required argument, an unknown name, or a value the parameter's type cannot take is an
+        // ArgumentBindingException naming the argument; CancellationToken parameters get `token`.
         public object[] Bind(string argumentsJson, CancellationToken token)
         {
-            object parsed;
-            try { parsed = Json.Parse(string.IsNullOrWhiteSpace(argumentsJson) ? "{}" : argumentsJson); }
-            catch (FormatException error) { throw new ArgumentBindingException(error.Message); }
-            var arguments = parsed as Dictionary<string, object>;
-            if (arguments == null) throw new ArgumentBindingException("arguments must be a JSON object");
+            var arguments = _json != null ? _json.ParseArguments(argumentsJson) : ParseFallback(argumentsJson);
             var known = new HashSet<string>(StringComparer.Ordinal);
             var values = new object[_parameters.Length];
             for (var i = 0; i < _parameters.Length; i++)
@@ -60,13 +75,47 @@ namespace Tether.Bridge
                 if (parameter.ParameterType == typeof(CancellationToken)) { values[i] = token; continue; }
                 known.Add(parameter.Name);
                 object json;
-                if (arguments.TryGetValue(parameter.Name, out json)) values[i] = Binder.Convert(json, parameter.ParameterType, parameter.Name);
+                if (arguments.TryGetValue(parameter.Name, out json)) values[i] = Convert(json, parameter);
                 else if (parameter.HasDefaultValue) values[i] = parameter.DefaultValue;
                 else throw new ArgumentBindingException(parameter.Name + ": missing required argument");
             }
             foreach (var key in arguments.Keys)
                 if (!known.Contains(key)) throw new ArgumentBindingException(key + ": unexpected argument");
             return values;
+        }
+
+        static Dictionary<string, object> ParseFallback(string argumentsJson)
+        {
+            object parsed;
+            try { parsed = Json.Parse(string.IsNullOrWhiteSpace(argumentsJson) ? "{}" : argumentsJson); }
+            catch (FormatException error) { throw new ArgumentBindingException(error.Message); }
+            var arguments = parsed as Dictionary<string, object>;
+            if (arguments == null) throw new ArgumentBindingException("arguments must be a JSON object");
+            return arguments;
+        }
+
+        object Convert(object json, ParameterInfo parameter)
+        {
+            if (_json == null) return Binder.Convert(json, parameter.ParameterType, parameter.Name);
+            try { return _json.Deserialize(json, parameter.ParameterType); }
+            catch (Exception error)
+            {
+                // Whatever JsonSerializer throws here (JsonException, NotSupportedException for a type
+                // it cannot create, a converter's own exception) happened before the body ran.
+                throw new ArgumentBindingException(parameter.Name + ": " + Shorten(TaskBridge.Unwrap(error).Message));
+            }
+        }
+
+        // JsonException messages end with where the reader was in the argument's own text
+        // ("... Path: $.location.x | LineNumber: 0 | BytePositionInLine: 12."): a path inside the
+        // argument is kept, the position and a bare "$" (the argument itself) are dropped.
+        static string Shorten(string message)
+        {
+            var path = message.IndexOf(" Path: $", StringComparison.Ordinal);
+            if (path < 0) return message;
+            var end = message.IndexOf(" | LineNumber:", path, StringComparison.Ordinal);
+            var where = (end < 0 ? message.Substring(path) : message.Substring(path, end - path)).TrimEnd('.');
+            return message.Substring(0, path) + (where == " Path: $" ? "" : where + ".");
         }
 
         public Task<string> InvokeAsync(string argumentsJson, CancellationToken token)
@@ -94,7 +143,7 @@ namespace Tether.Bridge
         readonly PropertyInfo _servicesProperty;
         readonly PropertyInfo _contextProperty;
         readonly MethodInfo _invoke;
-        readonly Func<string, object> _toJsonElement;
+        readonly SystemTextJson _json;
         readonly Func<object, string> _serialize;
         readonly HashSet<string> _declared;
         readonly bool _openNames;
@@ -131,11 +180,11 @@ namespace Tether.Bridge
                 throw new NotSupportedException("this Microsoft.Extensions.AI version has no AIFunctionArguments.Services / Context");
             Name = (string)Property("Name");
             Description = (string)Property("Description") ?? "";
+            // The System.Text.Json this MEAI was built against (its JsonSchema is one of its JsonElements).
+            _json = SystemTextJson.For(_base.GetProperty("JsonSchema").PropertyType.Assembly);
             var schema = Property("JsonSchema");
-            JsonSchema = schema == null ? "{\"type\":\"object\",\"properties\":{}}" : Json.Write(schema);
-            _declared = DeclaredNames(JsonSchema, out _openNames);
-            var elementType = _base.GetProperty("JsonSchema").PropertyType;
-            _toJsonElement = Records.JsonElementFactory(elementType);
+            JsonSchema = schema == null ? "{\"type\":\"object\",\"properties\":{}}" : JsonWriter.Write(schema);
+            _declared = DeclaredNames(_json.Parse(JsonSchema), _json, out _openNames);
             _serialize = Serializer(_base.Assembly);
             UnderlyingMethod = Property("UnderlyingMethod") as MethodInfo;
             RequiresApproval = IsApprovalRequired(function, assembly);
@@ -157,6 +206,9 @@ namespace Tether.Bridge
         public bool RequiresApproval { get; private set; }
         public MethodInfo UnderlyingMethod { get; private set; }
 
+        // Always "System.Text.Json": the bridge parses the arguments with it, and MEAI binds each value.
+        public string ArgumentBinder { get { return SystemTextJson.BinderName; } }
+
         object Property(string name)
         {
             var property = _base.GetProperty(name);
@@ -176,33 +228,33 @@ namespace Tether.Bridge
 
         // The argument names a schema lists. Names beyond "properties" are allowed only when the
         // schema says so itself (additionalProperties other than false, or patternProperties).
-        static HashSet<string> DeclaredNames(string schemaJson, out bool open)
+        static HashSet<string> DeclaredNames(object schemaElement, SystemTextJson json, out bool open)
         {
             var names = new HashSet<string>(StringComparer.Ordinal);
-            var schema = Json.Parse(schemaJson) as Dictionary<string, object>;
+            var schema = json.Members(schemaElement);
             open = false;
             if (schema == null) return names;
             object properties, additional;
-            var listed = schema.TryGetValue("properties", out properties) ? properties as Dictionary<string, object> : null;
+            var listed = schema.TryGetValue("properties", out properties) ? json.Members(properties) : null;
             if (listed != null) foreach (var key in listed.Keys) names.Add(key);
             open = schema.ContainsKey("patternProperties")
-                || (schema.TryGetValue("additionalProperties", out additional) && !(additional is bool && !(bool)additional));
+                || (schema.TryGetValue("additionalProperties", out additional) && json.Kind(additional) != "False");
             return names;
         }
 
+        // The arguments text is parsed once, by System.Text.Json; each property's JsonElement goes to
+        // AIFunctionArguments as it is (detached: valid for as long as the function keeps it). A JSON
+        // null stays a JsonElement of kind Null: as a C# null, MEAI's marshalling would hand a value
+        // type parameter its default instead of refusing the argument.
         public Task<string> InvokeAsync(string argumentsJson, CancellationToken token)
         {
-            Dictionary<string, object> parsed;
-            try { parsed = Json.Parse(string.IsNullOrWhiteSpace(argumentsJson) ? "{}" : argumentsJson) as Dictionary<string, object>; }
-            catch (FormatException error) { return Completion.Faulted(new ArgumentBindingException(error.Message)); }
-            if (parsed == null) return Completion.Faulted(new ArgumentBindingException("arguments must be a JSON object"));
+            Dictionary<string, object> values;
+            try { values = _json.ParseArguments(argumentsJson); }
+            catch (ArgumentBindingException error) { return Completion.Faulted(error); }
             if (!_openNames)
-                foreach (var key in parsed.Keys)
+                foreach (var key in values.Keys)
                     if (!_declared.Contains(key)) return Completion.Faulted(new ArgumentBindingException(key + ": unexpected argument"));
             if (_missingServices != null) return Completion.Faulted(new InvalidOperationException(_missingServices));
-            IDictionary<string, object> values = new Dictionary<string, object>(StringComparer.Ordinal);
-            foreach (var entry in parsed)
-                values[entry.Key] = _toJsonElement != null ? _toJsonElement(Json.Write(entry.Value)) : entry.Value;
             return Task.Run(() =>
             {
                 var arguments = _argumentsCtor.Invoke(new object[] { values });
@@ -348,7 +400,7 @@ namespace Tether.Bridge
         {
             if (value == null || serializer == null || value is string || value.GetType().IsPrimitive
                 || value.GetType().FullName == "System.Text.Json.JsonElement")
-                return Json.Write(value);
+                return JsonWriter.Write(value);
             return serializer(value);
         }
     }
@@ -422,7 +474,7 @@ namespace Tether.Bridge
         static bool Exposes(Type declared)
         {
             if (FindBase(declared, AIFunctionHandle.AIFunctionTypeName) != null) return true;
-            var element = declared.IsArray ? declared.GetElementType() : Binder.SequenceElement(declared);
+            var element = declared.IsArray ? declared.GetElementType() : Schema.SequenceElement(declared);
             return element != null && FindBase(element, AIFunctionHandle.AIFunctionTypeName) != null;
         }
 

@@ -1,11 +1,16 @@
-// A small JSON reader and writer, because Mono ships no System.Text.Json and the
-// bridge must not depend on the Microsoft.Extensions.AI packages being present.
+// The fallback JSON reader: it parses the arguments of a [Description] method (DescribedFunction
+// in Functions.cs), for the fallback binder (Binder.cs), only where the runtime has no
+// System.Text.Json: on Mono without Microsoft.Extensions.AI. Mono ships no System.Text.Json; it
+// loads one from a probe folder (AssemblyProbe.cs) once one holds it: load_meai() registers
+// TETHER_MEAI_DIR, load_assembly() a tool's own folder. Wherever System.Text.Json loads (always on
+// CoreCLR, and for every AIFunction) arguments are parsed by it instead (SystemTextJson.cs) and
+// this file is not used. It exists so that plain [Description] tools work on a bare Mono.
 // Values: null, bool, long or double, string, List<object>, Dictionary<string, object>.
+// Strict JSON, as System.Text.Json reads it: a property name given twice, nesting deeper than 64,
+// a raw control character or a lone surrogate in a string is a FormatException.
 using System;
-using System.Collections;
 using System.Collections.Generic;
 using System.Globalization;
-using System.Reflection;
 using System.Text;
 
 namespace Tether.Bridge
@@ -23,156 +28,7 @@ namespace Tether.Bridge
             return value;
         }
 
-        public static string Write(object value)
-        {
-            var output = new StringBuilder();
-            WriteValue(output, value, 0);
-            return output.ToString();
-        }
-
-        public static string Quote(string text)
-        {
-            var output = new StringBuilder();
-            WriteString(output, text);
-            return output.ToString();
-        }
-
-        // camelCase, as System.Text.Json's web defaults (and so AIFunctionFactory) name members.
-        public static string CamelCase(string name)
-        {
-            if (string.IsNullOrEmpty(name) || !char.IsUpper(name[0])) return name;
-            return char.ToLowerInvariant(name[0]) + name.Substring(1);
-        }
-
         const int MaxDepth = 64;
-
-        static void WriteValue(StringBuilder output, object value, int depth)
-        {
-            if (depth > MaxDepth) throw new InvalidOperationException("result nests deeper than " + MaxDepth + " levels (cycle?)");
-            if (value == null || value is DBNull) { output.Append("null"); return; }
-            var type = value.GetType();
-            if (value is string) { WriteString(output, (string)value); return; }
-            if (value is bool) { output.Append((bool)value ? "true" : "false"); return; }
-            if (value is char) { WriteString(output, value.ToString()); return; }
-            if (type.IsEnum) { WriteString(output, value.ToString()); return; }
-            if (value is double || value is float)
-            {
-                var number = Convert.ToDouble(value, CultureInfo.InvariantCulture);
-                if (double.IsNaN(number) || double.IsInfinity(number)) throw new InvalidOperationException("NaN and Infinity are not JSON");
-                output.Append(number.ToString("R", CultureInfo.InvariantCulture));
-                return;
-            }
-            if (value is decimal) { output.Append(((decimal)value).ToString(CultureInfo.InvariantCulture)); return; }
-            if (type.IsPrimitive) { output.Append(Convert.ToString(value, CultureInfo.InvariantCulture)); return; }
-            if (value is DateTime) { WriteString(output, ((DateTime)value).ToString("o", CultureInfo.InvariantCulture)); return; }
-            if (value is DateTimeOffset) { WriteString(output, ((DateTimeOffset)value).ToString("o", CultureInfo.InvariantCulture)); return; }
-            if (value is Guid || value is TimeSpan || value is Uri) { WriteString(output, Convert.ToString(value, CultureInfo.InvariantCulture)); return; }
-            var raw = RawJson(value);
-            if (raw != null) { output.Append(raw); return; }
-            var dictionary = value as IDictionary;
-            if (dictionary != null)
-            {
-                output.Append('{');
-                var first = true;
-                foreach (DictionaryEntry entry in dictionary)
-                {
-                    if (!first) output.Append(',');
-                    first = false;
-                    WriteString(output, Convert.ToString(entry.Key, CultureInfo.InvariantCulture));
-                    output.Append(':');
-                    WriteValue(output, entry.Value, depth + 1);
-                }
-                output.Append('}');
-                return;
-            }
-            var pairs = value as IEnumerable<KeyValuePair<string, object>>;
-            if (pairs != null)
-            {
-                output.Append('{');
-                var first = true;
-                foreach (var pair in pairs)
-                {
-                    if (!first) output.Append(',');
-                    first = false;
-                    WriteString(output, pair.Key);
-                    output.Append(':');
-                    WriteValue(output, pair.Value, depth + 1);
-                }
-                output.Append('}');
-                return;
-            }
-            var sequence = value as IEnumerable;
-            if (sequence != null)
-            {
-                output.Append('[');
-                var first = true;
-                foreach (var item in sequence)
-                {
-                    if (!first) output.Append(',');
-                    first = false;
-                    WriteValue(output, item, depth + 1);
-                }
-                output.Append(']');
-                return;
-            }
-            output.Append('{');
-            var firstMember = true;
-            foreach (var property in type.GetProperties(BindingFlags.Public | BindingFlags.Instance))
-            {
-                if (!property.CanRead || property.GetIndexParameters().Length > 0) continue;
-                if (!firstMember) output.Append(',');
-                firstMember = false;
-                WriteString(output, CamelCase(property.Name));
-                output.Append(':');
-                WriteValue(output, property.GetValue(value, null), depth + 1);
-            }
-            foreach (var field in type.GetFields(BindingFlags.Public | BindingFlags.Instance))
-            {
-                if (!firstMember) output.Append(',');
-                firstMember = false;
-                WriteString(output, CamelCase(field.Name));
-                output.Append(':');
-                WriteValue(output, field.GetValue(value), depth + 1);
-            }
-            output.Append('}');
-        }
-
-        // System.Text.Json's JsonElement / JsonNode, recognised by name so no reference is needed.
-        static string RawJson(object value)
-        {
-            var name = value.GetType().FullName;
-            if (name == "System.Text.Json.JsonElement")
-                return (string)Reflected.RawText(value.GetType()).Invoke(value, null);
-            if (name != null && name.StartsWith("System.Text.Json.Nodes.", StringComparison.Ordinal))
-            {
-                var toJson = value.GetType().GetMethod("ToJsonString", new[] { value.GetType().Assembly.GetType("System.Text.Json.JsonSerializerOptions") });
-                if (toJson != null) return (string)toJson.Invoke(value, new object[] { null });
-            }
-            return null;
-        }
-
-        static void WriteString(StringBuilder output, string text)
-        {
-            output.Append('"');
-            foreach (var c in text)
-            {
-                switch (c)
-                {
-                    case '"': output.Append("\\\""); break;
-                    case '\\': output.Append("\\\\"); break;
-                    case '\n': output.Append("\\n"); break;
-                    case '\r': output.Append("\\r"); break;
-                    case '\t': output.Append("\\t"); break;
-                    case '\b': output.Append("\\b"); break;
-                    case '\f': output.Append("\\f"); break;
-                    default:
-                        if (c < 0x20) output.Append("\\u").Append(((int)c).ToString("x4", CultureInfo.InvariantCulture));
-                        else output.Append(c);
-                        break;
-                }
-            }
-            output.Append('"');
-        }
 
         sealed class Reader
         {
@@ -264,7 +120,8 @@ namespace Tether.Bridge
                 {
                     if (AtEnd) throw Error("unterminated string");
                     var c = _text[_at++];
-                    if (c == '"') return output.ToString();
+                    if (c == '"') return WellFormed(output.ToString());
+                    if (c < ' ') throw Error("a control character in a string must be escaped");
                     if (c != '\\') { output.Append(c); continue; }
                     if (AtEnd) throw Error("unterminated escape");
                     var e = _text[_at++];
@@ -286,6 +143,19 @@ namespace Tether.Bridge
                         default: throw Error("bad escape");
                     }
                 }
+            }
+
+            // A string must be valid UTF-16, as System.Text.Json requires: a surrogate (escaped or not)
+            // only as half of a pair. (One that reached a tool would come back in its result, and no
+            // Python str can hold it.)
+            string WellFormed(string value)
+            {
+                for (var i = 0; i < value.Length; i++)
+                {
+                    if (char.IsHighSurrogate(value[i]) && i + 1 < value.Length && char.IsLowSurrogate(value[i + 1])) { i++; continue; }
+                    if (char.IsSurrogate(value[i])) throw Error("a lone surrogate in a string");
+                }
+                return value;
             }
 
             object ReadNumber()

@@ -16,26 +16,6 @@ namespace Tether.Bridge
             return AppDomain.CurrentDomain.GetAssemblies().FirstOrDefault(a => a.GetName().Name == AbstractionsAssembly);
         }
 
-        // JSON text -> a detached System.Text.Json.JsonElement (the value type MEAI uses for
-        // parsed arguments and results), or null when System.Text.Json is not there.
-        public static Func<string, object> JsonElementFactory(Type elementType)
-        {
-            var documentType = elementType.Assembly.GetType("System.Text.Json.JsonDocument");
-            var optionsType = elementType.Assembly.GetType("System.Text.Json.JsonDocumentOptions");
-            if (documentType == null || optionsType == null) return null;
-            var parse = documentType.GetMethod("Parse", new[] { typeof(string), optionsType });
-            var root = documentType.GetProperty("RootElement");
-            var clone = elementType.GetMethod("Clone", Type.EmptyTypes);
-            if (parse == null || root == null || clone == null) return null;
-            var options = Activator.CreateInstance(optionsType);
-            return text =>
-            {
-                var document = (IDisposable)parse.Invoke(null, new[] { text, options });
-                try { return clone.Invoke(root.GetValue(document, null), null); }
-                finally { document.Dispose(); }
-            };
-        }
-
         // A real FunctionResultContent whose Result is the JSON value as a JsonElement and,
         // for failures, whose Exception carries "CODE: message" (it is never serialized).
         public static object CreateFunctionResult(string callId, string name, string resultJson, string error)
@@ -44,8 +24,8 @@ namespace Tether.Bridge
             if (assembly == null) throw new InvalidOperationException(AbstractionsAssembly + " is not loaded");
             var type = assembly.GetType("Microsoft.Extensions.AI.FunctionResultContent", true);
             var aiFunction = assembly.GetType("Microsoft.Extensions.AI.AIFunction", true);
-            var toElement = JsonElementFactory(aiFunction.GetProperty("JsonSchema").PropertyType);
-            object result = toElement != null ? toElement(resultJson) : Json.Parse(resultJson);
+            // A detached JsonElement of the System.Text.Json this MEAI uses (its JsonSchema's type).
+            object result = SystemTextJson.For(aiFunction.GetProperty("JsonSchema").PropertyType.Assembly).Parse(resultJson);
             object content = null;
             foreach (var constructor in type.GetConstructors())
             {
@@ -84,7 +64,7 @@ namespace Tether.Bridge
             var property = functionCallContent.GetType().GetProperty("Arguments");
             if (property == null) throw new ArgumentException(functionCallContent.GetType().FullName + " has no Arguments property");
             var arguments = property.GetValue(functionCallContent, null) as IDictionary;
-            return arguments == null ? "{}" : Json.Write(arguments);
+            return arguments == null ? "{}" : JsonWriter.Write(arguments);
         }
     }
 }

@@ -104,6 +104,52 @@ namespace Tether.Fixtures
         public static int Hidden() { return 42; }
     }
 
+    public sealed class Address
+    {
+        public string City { get; set; }
+        public List<string> Lines { get; set; }
+        public Point Location { get; set; }
+    }
+
+    // How arguments arrive: each parameter's .NET type and value, as text, so a test can compare
+    // the binders (System.Text.Json, the fallback, an AIFunction's own) on the same arguments.
+    public static class Binding
+    {
+        [Description("Reports each argument's .NET type and value.")]
+        public static Dictionary<string, string> Report(
+            string text, int count, bool flag, Unit unit, List<int> numbers, Address address,
+            long big = 0, double ratio = 0.5, decimal price = 0m, int? maybe = null, string[] words = null,
+            Dictionary<string, int> tally = null, string note = "none", Unit other = Unit.Celsius)
+        {
+            return new Dictionary<string, string>
+            {
+                { "text", Show(text) }, { "count", Show(count) }, { "flag", Show(flag) }, { "unit", Show(unit) },
+                { "numbers", Show(numbers) }, { "address", Show(address) }, { "big", Show(big) }, { "ratio", Show(ratio) },
+                { "price", Show(price) }, { "maybe", Show(maybe) }, { "words", Show(words) }, { "tally", Show(tally) },
+                { "note", Show(note) }, { "other", Show(other) },
+            };
+        }
+
+        static string Show(object value)
+        {
+            if (value == null) return "null";
+            var address = value as Address;
+            if (address != null)
+                return "Address{city=" + Show(address.City) + ",lines=" + Show(address.Lines) + ",location="
+                    + (address.Location == null ? "null" : "(" + address.Location.X + "," + address.Location.Y + ")") + "}";
+            var tally = value as Dictionary<string, int>;
+            if (tally != null)
+                return "Dictionary{" + string.Join(",", tally.OrderBy(e => e.Key, StringComparer.Ordinal).Select(e => e.Key + "=" + e.Value).ToArray()) + "}";
+            var text = value as string;
+            if (text != null) return "String:" + text;
+            var sequence = value as System.Collections.IEnumerable;
+            if (sequence != null)
+                return value.GetType().Name + "[" + string.Join(",", sequence.Cast<object>().Select(Show).ToArray()) + "]";
+            if (value is double) return "Double:" + ((double)value).ToString("R", System.Globalization.CultureInfo.InvariantCulture);
+            return value.GetType().Name + ":" + System.Convert.ToString(value, System.Globalization.CultureInfo.InvariantCulture);
+        }
+    }
+
     // Instance tools: the bridge creates one instance with the parameterless constructor.
     public class Waiter
     {

@@ -144,6 +144,16 @@ namespace Tether.Fixtures.Meai
         public static IServiceProvider EmptyServices() { return new GreetingServices(null); }
 
         // 8. Unknown argument names: Multiply's schema lists a and b only.
+
+        // 9. A [Description] method of another assembly as a real AIFunction (binding compared with
+        // the bridge's own binders). Takes a parameter, so discovery never calls it.
+        public static AIFunction Wrap(MethodInfo method)
+        {
+            return AIFunctionFactory.Create(method, (object)null, new AIFunctionFactoryOptions());
+        }
+
+        // 10. What an AIFunction is handed: each argument's .NET type and JSON kind.
+        public static AIFunction ArgumentKinds { get { return new ArgumentKindsFunction(); } }
     }
 
     // 1 and 3 together: a [Description] method exposed only through an ApprovalRequiredAIFunction
@@ -226,6 +236,27 @@ namespace Tether.Fixtures.Meai
         protected override ValueTaskOfObject InvokeCoreAsync(AIFunctionArguments arguments, CancellationToken cancellationToken)
         {
             return new ValueTaskOfObject("echo " + arguments.Count);
+        }
+    }
+
+    public sealed class ArgumentKindsFunction : AIFunction
+    {
+        static readonly JsonElement Schema = JsonDocument.Parse("{\"type\":\"object\",\"additionalProperties\":true}").RootElement.Clone();
+
+        public override string Name { get { return "ArgumentKinds"; } }
+
+        public override string Description { get { return "Reports the .NET type and JSON kind of each argument it is handed."; } }
+
+        public override JsonElement JsonSchema { get { return Schema; } }
+
+        protected override ValueTaskOfObject InvokeCoreAsync(AIFunctionArguments arguments, CancellationToken cancellationToken)
+        {
+            var kinds = new Dictionary<string, string>();
+            foreach (var argument in arguments)
+                kinds[argument.Key] = argument.Value == null ? "null"
+                    : argument.Value is JsonElement ? argument.Value.GetType().FullName + ":" + ((JsonElement)argument.Value).ValueKind
+                    : argument.Value.GetType().FullName;
+            return new ValueTaskOfObject(kinds);
         }
     }
 

@@ -48,6 +48,17 @@ class ClrFunction:
     ``requires_approval`` is True for an ``ApprovalRequiredAIFunction`` (found
     the way MEAI's FunctionInvokingChatClient finds it, through ``GetService``):
     the registry then puts every call through the approval step.
+
+    ``binder`` names what turns the arguments JSON into .NET values, chosen once
+    when the function is wrapped: ``"System.Text.Json"`` (every AIFunction: the
+    text is parsed once and each value reaches ``AIFunctionArguments`` as a
+    ``JsonElement``; a ``[Description]`` method wherever the runtime can load
+    System.Text.Json, which CoreCLR always can) or ``"fallback"`` (the bridge's
+    own reader and binder: a ``[Description]`` method on Mono without
+    Microsoft.Extensions.AI). For a ``[Description]`` method both paths bind the
+    same JSON to the same values and refuse the same wrong ones as INVALID_ARGS
+    (bridge/Binder.cs lists where they differ at the edges); an AIFunction's
+    values are then bound by MEAI with its own serializer options.
     """
 
     def __init__(self, handle: Any, kind: Literal["method", "aifunction"]) -> None:
@@ -60,6 +71,7 @@ class ClrFunction:
         # one answer for every call, so the classifier never parses a call's arguments to ask it.
         self.is_concurrency_safe = ConstantPredicate(bool(handle.IsConcurrencySafe))
         self.requires_approval: bool | None = True if kind == "aifunction" and bool(handle.RequiresApproval) else None
+        self.binder: str = str(handle.ArgumentBinder)
         # The bridge's PendingCall runs each call; the handle itself says which failures mean
         # "bad arguments" (the bridge's own binder for a wrapped method; for an AIFunction also
         # MEAI's parameter marshalling, decided by the stage).
@@ -87,7 +99,7 @@ class ClrFunction:
         return await call_dotnet_json(self._calls, self._handle, canonical_json(arguments), cancellation)
 
     def __repr__(self) -> str:
-        return f"ClrFunction(name={self._name!r}, kind={self.kind!r})"
+        return f"ClrFunction(name={self._name!r}, kind={self.kind!r}, binder={self.binder!r})"
 
 
 def load_assembly(path: str | os.PathLike[str]) -> Any:

@@ -107,7 +107,16 @@ async def call_dotnet_json(calls: Any, function: Any, arguments_json: str, cance
     other .NET failure; cancellation of the awaiting task cancels the call and
     waits for it to end. A token cancelled before the start reaches the tool
     already cancelled, as a linked ``CancellationTokenSource`` would.
+
+    Text holding a lone surrogate is refused here (``ToolArgumentError``, as the
+    pipeline refuses such arguments): a .NET string cannot hold one, and pythonnet
+    turns the failed conversion into an unhandled .NET exception that ends the process.
     """
+    if not arguments_json.isascii():
+        try:
+            arguments_json.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ToolArgumentError(f"arguments are not valid Unicode text (a lone surrogate at {exc.start})") from None
     read_end, write_end = pipe = _pipes.take()
     try:
         calls.start(function, arguments_json, write_end, cancellation.is_cancelled)
