@@ -312,6 +312,9 @@ namespace Tether.Bridge
 
         // AIJsonUtilities.DefaultOptions + JsonSerializer.Serialize, when the package provides them.
         // Resolved once per function: reflection on every call would sit on the hot path.
+        // MEAI content (an AIContent, or a sequence of them) is written as AIContent, so every
+        // part carries its "$type" discriminator ("text", "data", ...) whatever its declared
+        // type: the Python side reads text and image parts back from exactly that shape.
         static Func<object, string> Serializer(Assembly abstractions)
         {
             var utilities = abstractions.GetType("Microsoft.Extensions.AI.AIJsonUtilities");
@@ -322,7 +325,38 @@ namespace Tether.Bridge
             var serialize = serializerType == null ? null
                 : serializerType.GetMethod("Serialize", new[] { typeof(object), typeof(Type), optionsValue.GetType() });
             if (serialize == null) return null;
-            return value => (string)serialize.Invoke(null, new[] { value, value.GetType(), optionsValue });
+            var content = abstractions.GetType("Microsoft.Extensions.AI.AIContent");
+            return value =>
+            {
+                var declared = value.GetType();
+                if (content != null)
+                {
+                    if (content.IsInstanceOfType(value)) declared = content;
+                    else
+                    {
+                        var parts = ContentParts(value, content);
+                        if (parts != null) { value = parts; declared = parts.GetType(); }
+                    }
+                }
+                return (string)serialize.Invoke(null, new[] { value, declared, optionsValue });
+            };
+        }
+
+        // A non-empty sequence whose items are all AIContent, as an AIContent[]; null otherwise.
+        static Array ContentParts(object value, Type content)
+        {
+            var items = value as IEnumerable;
+            if (items == null || value is string) return null;
+            var list = new List<object>();
+            foreach (var item in items)
+            {
+                if (item == null || !content.IsInstanceOfType(item)) return null;
+                list.Add(item);
+            }
+            if (list.Count == 0) return null;
+            var parts = Array.CreateInstance(content, list.Count);
+            for (var i = 0; i < list.Count; i++) parts.SetValue(list[i], i);
+            return parts;
         }
     }
 

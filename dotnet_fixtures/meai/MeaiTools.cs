@@ -156,6 +156,37 @@ namespace Tether.Fixtures.Meai
         public static AIFunction ArgumentKinds { get { return new ArgumentKindsFunction(); } }
     }
 
+    // 11. Tools that answer with MEAI content (text and images) rather than data (issue 15).
+    public static class Pictures
+    {
+        public static readonly byte[] Pixel = new byte[] { 0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3 };
+
+        public static AIFunction Caption
+        {
+            get { return AIFunctionFactory.Create((Func<string, TextContent>)(text => new TextContent("caption: " + text)), "Caption", "Captions a text."); }
+        }
+
+        public static AIFunction Snapshot
+        {
+            get
+            {
+                return AIFunctionFactory.Create(
+                    (Func<string, IList<AIContent>>)(label => new List<AIContent> { new TextContent("snapshot of " + label), new DataContent(Pixel, "image/png") }),
+                    "Snapshot", "A labelled picture.");
+            }
+        }
+
+        public static AIFunction Photo
+        {
+            get { return AIFunctionFactory.Create((Func<string, DataContent>)(name => new DataContent(Pixel, "image/png")), "Photo", "A picture."); }
+        }
+
+        public static AIFunction Brochure
+        {
+            get { return AIFunctionFactory.Create((Func<string, DataContent>)(name => new DataContent(Pixel, "application/pdf")), "Brochure", "A document, not an image."); }
+        }
+    }
+
     // 1 and 3 together: a [Description] method exposed only through an ApprovalRequiredAIFunction
     // under another name. Discovery keeps the AIFunction alone, so the method never runs unapproved.
     public static class Disks

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from tether_clr.clr.content import content_from_meai
 from tether_clr.clr.bridge import bridge, clr_add_reference
 from tether_clr.clr.runtime import ClrUnavailableError
 from tether_clr.clr.tasks import call_dotnet_json
@@ -96,7 +97,14 @@ class ClrFunction:
         return self._handle.Method if self.kind == "method" else self._handle.Function
 
     async def invoke(self, arguments: dict[str, Any], cancellation: CancellationToken) -> Any:
-        return await call_dotnet_json(self._calls, self._handle, canonical_json(arguments), cancellation)
+        """The call's JSON result; an AIFunction's MEAI content (text and images) comes back as content
+        parts, which the pipeline makes the outcome's content (:mod:`tether_clr.clr.content`)."""
+        value = await call_dotnet_json(self._calls, self._handle, canonical_json(arguments), cancellation)
+        if self.kind == "aifunction" and (type(value) is dict or type(value) is list):
+            parts = content_from_meai(value)
+            if parts is not None:
+                return parts
+        return value
 
     def __repr__(self) -> str:
         return f"ClrFunction(name={self._name!r}, kind={self.kind!r}, binder={self.binder!r})"

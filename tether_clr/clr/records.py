@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether_clr.clr.runtime import ClrUnavailableError, current_runtime
+from tether_clr.foundations.json_values import canonical_json
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
 
@@ -50,7 +51,9 @@ def function_call_to_tool_call(
 def to_clr_function_result(outcome: ToolExecutionOutcome) -> Any:
     """A real ``Microsoft.Extensions.AI.FunctionResultContent`` for ``outcome``.
 
-    The result is the outcome's JSON value as a ``JsonElement``; a failure also
+    The result is a ``JsonElement`` of what :meth:`ToolExecutionOutcome.to_function_result`
+    carries: the outcome's JSON value, or, when its content is not the default text
+    (an image, a redaction), that content as ``AIContent`` JSON; a failure also
     sets ``Exception`` (never serialized by MEAI) to ``CODE: message``. Needs
     Microsoft.Extensions.AI.Abstractions loaded in the hosted runtime (load an
     assembly that uses it, or :func:`tether_clr.clr.load_meai`).
@@ -67,4 +70,4 @@ def to_clr_function_result(outcome: ToolExecutionOutcome) -> Any:
     if records.FindAbstractions() is None:
         raise ClrUnavailableError(missing)
     error = None if outcome.failure is None else f"{outcome.failure.code}: {outcome.failure.message}"
-    return records.CreateFunctionResult(outcome.call_id, outcome.name, outcome.value_json, error)
+    return records.CreateFunctionResult(outcome.call_id, outcome.name, canonical_json(outcome.to_function_result().result), error)

@@ -40,7 +40,7 @@ from tether_clr.foundations.errors import (
 )
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.foundations.text import describe_exception, exception_text, safe_repr
-from tether_clr.records.content import as_parts
+from tether_clr.records.content import as_parts, content_parts, parts_to_json
 from tether_clr.records.decisions import (
     ApprovalResult,
     ToolPostDecision,
@@ -474,7 +474,11 @@ class CallPipeline:
                 outcome = _fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
             else:
                 try:
-                    outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, value)
+                    parts = content_parts(value)
+                    if parts is None:
+                        outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, value)
+                    else:  # the body answered with content: its value is the parts' JSON
+                        outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, parts_to_json(parts)).with_content(parts)
                 except TypeError as exc:
                     outcome = _fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
         if outcome is None or scope.cancelled_caught:

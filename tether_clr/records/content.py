@@ -19,7 +19,16 @@ from typing import Any, Literal
 
 from tether_clr.foundations.text import is_valid_text, safe_repr
 
-__all__ = ["IMAGE_MIME_TYPES", "ContentPart", "ImagePart", "TextPart", "as_parts", "parts_from_json", "parts_to_json"]
+__all__ = [
+    "IMAGE_MIME_TYPES",
+    "ContentPart",
+    "ImagePart",
+    "TextPart",
+    "as_parts",
+    "content_parts",
+    "parts_from_json",
+    "parts_to_json",
+]
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """The image types every projection can carry (OpenAI, Anthropic and MCP accept these four)."""
@@ -85,6 +94,17 @@ def as_parts(value: Any, what: str) -> tuple[ContentPart, ...]:
     if wrong:
         raise TypeError(f"{what} must return content parts (TextPart, ImagePart or a sequence of them), got a {wrong[0]} among them")
     return parts
+
+
+def content_parts(value: Any) -> tuple[ContentPart, ...] | None:
+    """What a tool body returned, when it answered with content: one part, or a non-empty list or
+    tuple of parts only; None for any other value (a plain JSON result)."""
+    if isinstance(value, TextPart | ImagePart):
+        return (value,)
+    if type(value) is list or type(value) is tuple:
+        if value and all(isinstance(item, TextPart | ImagePart) for item in value):
+            return tuple(value)
+    return None
 
 
 def parts_to_json(parts: Iterable[ContentPart]) -> list[dict[str, str]]:
