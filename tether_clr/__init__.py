@@ -64,6 +64,7 @@ from tether_clr.foundations.errors import (
     ToolArgumentError,
     ToolError,
 )
+from tether_clr.foundations.exports import rehome
 from tether_clr.foundations.json_values import (
     JsonConversionError,
     canonical_json,
@@ -216,16 +217,4 @@ __all__ = [
 ]
 
 
-def _rehome() -> None:
-    """Give every exported class and function ``__module__ == "tether_clr"``: where users import it from."""
-    for name in __all__:
-        value = globals()[name]
-        if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
-            try:
-                value.__module__ = __name__
-            except (AttributeError, TypeError):  # pragma: no cover - a builtin would refuse
-                pass
-
-
-_rehome()
-del _rehome
+rehome(globals(), __name__)

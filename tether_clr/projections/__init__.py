@@ -9,8 +9,18 @@ need no client SDK; the SDK-typed ones (:func:`to_mcp_tools`,
 
 from __future__ import annotations
 
-from tether_clr.projections.anthropic import calls_from_anthropic, to_anthropic_tools, tool_results_message
-from tether_clr.projections.mcp import mcp_annotations, mcp_tool_dicts, to_call_tool_result, to_mcp_tools
+from tether_clr.foundations.exports import rehome
+from tether_clr.projections.anthropic import (
+    calls_from_anthropic,
+    to_anthropic_tools,
+    tool_results_message,
+)
+from tether_clr.projections.mcp import (
+    mcp_annotations,
+    mcp_tool_dicts,
+    to_call_tool_result,
+    to_mcp_tools,
+)
 from tether_clr.projections.meai import to_meai_declarations
 from tether_clr.projections.openai import (
     OpenAITools,
@@ -19,7 +29,12 @@ from tether_clr.projections.openai import (
     openai_allowed_tools,
     to_openai_tools,
 )
-from tether_clr.projections.strict import ProjectionNote, ProjectionReport, StrictSchema, strict_schema
+from tether_clr.projections.strict import (
+    ProjectionNote,
+    ProjectionReport,
+    StrictSchema,
+    strict_schema,
+)
 
 __all__ = [
     "OpenAITools",
@@ -42,13 +57,4 @@ __all__ = [
 ]
 
 
-def _rehome() -> None:
-    """Every exported class and function says it comes from ``tether_clr.projections``: where users import it from."""
-    for name in __all__:
-        value = globals()[name]
-        if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
-            value.__module__ = __name__
-
-
-_rehome()
-del _rehome
+rehome(globals(), __name__)
