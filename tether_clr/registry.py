@@ -21,13 +21,14 @@ from typing import Any
 from tether_clr.catalog.authority import Authority
 from tether_clr.catalog.candidates import DenyRule
 from tether_clr.catalog.lifecycle import ToolStatus
-from tether_clr.catalog.metadata import CapabilityQuery
+from tether_clr.catalog.metadata import CapabilityQuery, ToolMetadata
 from tether_clr.catalog.records import DiscoveryResult
 from tether_clr.catalog.registration import (
     Registration,
     ToolRegistrationOptions,
     ToolsChangedEvent,
 )
+from tether_clr.catalog.search import ToolSearch, search_result_text
 from tether_clr.catalog.store import ToolCatalog
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
 from tether_clr.execution.batch import BatchRun, ResumePoint
@@ -129,6 +130,20 @@ class ToolRegistry:
     ) -> Registration:
         """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone."""
         return self.catalog.pin(logical_name, version, tenant_id, agent_version)
+
+    def enable_tool_search(self, name: str = "tool_search") -> Registration:
+        """Register the built-in tool search under ``name``, globally; the returned registration removes it.
+
+        A read-only, idempotent, built-in tool with arguments ``{"query": str,
+        "limit": int}`` that ranks the deferred tools of *the calling request's*
+        snapshot (what its tenant, principal and scope may see; never the live
+        catalog) and returns their full declarations; see
+        :mod:`tether_clr.catalog.search` for the ranking and the largest ``limit``.
+        A second search under the same name is a :class:`~tether_clr.DuplicateToolError`.
+        """
+        metadata = ToolMetadata(read_only=True, idempotent=True, tags=frozenset({"tool_search"}), title="Tool search")
+        options = ToolRegistrationOptions(metadata=metadata, project_content=search_result_text)
+        return self.catalog.register(ToolSearch(name), None, options)
 
     def add_deny_rule(self, rule: DenyRule) -> Registration:
         """``rule(binding, metadata, context) -> str | None``: a string denies, when assembling and before each body."""

@@ -83,7 +83,7 @@ def test_tool_metadata_defaults_are_the_issue_defaults() -> None:
         "required_scopes": frozenset(), "environments": None, "regions": None, "side_effect": SideEffect.NONE,
         "risk_level": "low", "read_only": False, "destructive": False, "idempotent": False, "open_world": False,
         "domain": None, "tags": frozenset(), "aliases": (), "origin": "builtin", "compatibility": "strict",
-        "max_result_bytes": None, "enabled_when": None, "title": None,
+        "max_result_bytes": None, "enabled_when": None, "title": None, "deferred": False, "search_hint": None,
     }
     assert [f.name for f in dataclasses.fields(ToolMetadata)] == list(dataclasses.asdict(m))
 
@@ -194,7 +194,8 @@ def test_omission_reasons_are_the_issue_vocabulary() -> None:
 def test_failure_reasons_are_the_issue_vocabulary() -> None:
     assert REAUTHORIZATION_REASONS == ("tool_disabled", "tool_retired", "tenant_denied", "scope_revoked",
                                        "deny_rule", "stale_binding")
-    assert set(CATALOG_FAILURE_REASONS) == set(REAUTHORIZATION_REASONS) | {"authority_unavailable", "result_too_large"}
+    assert set(CATALOG_FAILURE_REASONS) == set(REAUTHORIZATION_REASONS) | {"authority_unavailable", "result_too_large",
+                                                                                 "schema_not_loaded"}
 
 
 def test_discovery_result_is_immutable_and_checked() -> None:

@@ -302,8 +302,21 @@ class CatalogSelection:
     def definitions(self) -> tuple[ToolSchemaSnapshot, ...]:
         """The chosen tools' definitions, in catalog order, as fresh deep copies: a caller that
         edits one (its ``parameters`` dict is mutable) cannot change what later assemblies show
-        the model while their digest stays the same."""
-        return tuple(c.definition.model_copy(deep=True) for c in self.chosen)
+        the model while their digest stays the same. A deferred tool's definition is not among
+        them (see :meth:`shown_definitions` for a snapshot that loaded some)."""
+        return self.shown_definitions()
+
+    def shown_definitions(self, loaded: frozenset[str] = frozenset()) -> tuple[ToolSchemaSnapshot, ...]:
+        """The definitions shown with full parameters: every chosen tool but the deferred ones
+        not in ``loaded`` (model names), in catalog order, as fresh deep copies."""
+        return tuple(
+            c.definition.model_copy(deep=True) for c in self.chosen if not c.metadata.deferred or c.model_name in loaded
+        )
+
+    @property
+    def deferred_names(self) -> tuple[str, ...]:
+        """The model names of the chosen deferred tools, in catalog order."""
+        return tuple(c.model_name for c in self.chosen if c.metadata.deferred)
 
     @property
     def bindings(self) -> Mapping[str, ToolBinding]:
@@ -313,8 +326,13 @@ class CatalogSelection:
     def discovery(self, registry_revision: int, policy_revision: int) -> DiscoveryResult:
         return DiscoveryResult(tuple(c.binding for c in self.chosen), self.omitted, registry_revision, policy_revision)
 
-    def digest(self, registry_revision: int, policy_revision: int) -> str:
-        return assembly_digest(self.chosen, self.omitted, self.context, registry_revision, policy_revision)
+    def digest(
+        self, registry_revision: int, policy_revision: int, *, loaded: Iterable[str] = (), native_deferral: bool = False
+    ) -> str:
+        return assembly_digest(
+            self.chosen, self.omitted, self.context, registry_revision, policy_revision,
+            loaded=loaded, native_deferral=native_deferral,
+        )
 
 
 def _catalog_order(candidate: ToolCandidate) -> tuple[bool, bytes]:
@@ -393,6 +411,9 @@ def assembly_digest(
     context: RequestContext,
     registry_revision: int,
     policy_revision: int,
+    *,
+    loaded: Iterable[str] = (),
+    native_deferral: bool = False,
 ) -> str:
     """``"sha256:"`` and hex over the RFC 8785 form of what a request saw and was bound to.
 
@@ -407,14 +428,42 @@ def assembly_digest(
     are put together from each definition's and binding's canonical form,
     computed once per candidate; the result is exactly the canonical form of the
     whole document.
+
+    When a chosen tool is deferred (``ToolMetadata.deferred``), ``definitions``
+    holds only those shown with their parameters (not deferred, or named in
+    ``loaded``), and the document has one more key, ``"deferral"``::
+
+        {"deferred": [{"description", "name", "search_hint"}, ...],
+         "loaded": [model name, ...], "native": bool}
+
+    (the deferred tools not loaded, and the loaded ones, in catalog order;
+    ``native`` is ``native_deferral``). With no deferred tool the document, and
+    so the digest, is exactly the one above: ``loaded`` and ``native_deferral``
+    change nothing.
     """
+    loaded_names = frozenset(loaded)
+    deferral = b""
+    shown: Sequence[ToolCandidate] = chosen
+    if any(c.metadata.deferred for c in chosen):
+        shown = [c for c in chosen if not c.metadata.deferred or c.model_name in loaded_names]
+        waiting = [c for c in chosen if c.metadata.deferred and c.model_name not in loaded_names]
+        document = {
+            "deferred": [
+                {"description": c.definition.description, "name": c.model_name, "search_hint": c.metadata.search_hint}
+                for c in waiting
+            ],
+            "loaded": [c.model_name for c in chosen if c.metadata.deferred and c.model_name in loaded_names],
+            "native": bool(native_deferral),
+        }
+        deferral = b',"deferral":' + canonical_bytes(document)
     parts = [
         b'{"bindings":[',
         b",".join(c.binding_json for c in chosen),
         b'],"context":',
         canonical_bytes(context.identity()),
+        deferral,
         b',"definitions":[',
-        b",".join(c.definition_json for c in chosen),
+        b",".join(c.definition_json for c in shown),
         b'],"omitted":',
         canonical_bytes([o.as_json() for o in omitted]),
         b',"policy_revision":',
@@ -424,5 +473,3 @@ def assembly_digest(
         b"}",
     ]
     return sha256_of(b"".join(parts))
-
-

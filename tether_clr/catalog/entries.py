@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.catalog.candidates import ToolCandidate
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import ToolMetadata
@@ -37,6 +38,8 @@ class ToolEntry:
     registration's approval predicates; ``allow_identity_parameters`` is kept
     for the DRAFT -> VALIDATED checks; ``project_content`` and ``finalize_content``
     are the registration's content hooks, pinned with the version.
+    ``catalog_tool`` is true for the catalog's own tools (:class:`~tether_clr.catalog.builtin.CatalogTool`),
+    whose body the pipeline runs with the view of the call.
     """
 
     tool: Tool
@@ -51,6 +54,7 @@ class ToolEntry:
     allow_identity_parameters: bool = False
     project_content: ContentHook | None = None
     finalize_content: ContentHook | None = None
+    catalog_tool: bool = False
 
     def declaration(self) -> ToolSchemaSnapshot:
         return ToolSchemaSnapshot(name=self.name, description=self.description, parameters=self.validator.schema)
@@ -120,6 +124,7 @@ def make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegist
     return ToolEntry(
         tool, scope, validator, name, description, concurrency, candidate, record, approval,
         options.allow_identity_parameters, options.project_content, options.finalize_content,
+        isinstance(tool, CatalogTool),
     )
 
 

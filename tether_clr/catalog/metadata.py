@@ -18,6 +18,7 @@ from tether_clr.foundations.checks import (
     str_set,
 )
 from tether_clr.foundations.compatibility import COMPATIBILITY_MODES, CompatibilityMode
+from tether_clr.foundations.text import is_valid_text
 from tether_clr.foundations.versions import SemVer
 from tether_clr.records.context import RequestContext
 
@@ -56,6 +57,10 @@ class ToolMetadata:
     ``max_result_bytes`` bounds the canonical JSON of a result (UTF-8 bytes).
     ``title`` is a human-readable display name (MCP's ``title``), ``None`` for
     the tool's name; it is shown, never used to find a tool.
+    ``deferred`` lists the tool to the model without its parameters (name,
+    description and ``search_hint``, a few words the tool search also ranks
+    by): its schema is loaded on demand (``assembly.with_loaded``), and a call
+    before that ends INVALID_ARGS ``schema_not_loaded``.
     Set-valued fields accept any iterable of strings and are kept as frozensets;
     a bare string is refused.
     """
@@ -81,6 +86,8 @@ class ToolMetadata:
     max_result_bytes: int | None = None
     enabled_when: Callable[[RequestContext], Any] | None = None
     title: str | None = None
+    deferred: bool = False
+    search_hint: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -109,6 +116,11 @@ class ToolMetadata:
         if self.enabled_when is not None and not callable(self.enabled_when):
             raise TypeError(f"enabled_when must be callable or None, got {type(self.enabled_when).__name__}")
         optional_str(self.title, "title")
+        if not isinstance(self.deferred, bool):
+            raise TypeError(f"deferred must be a bool, got {self.deferred!r}")
+        optional_str(self.search_hint, "search_hint")
+        if self.search_hint is not None and not is_valid_text(self.search_hint):
+            raise ValueError("search_hint is not valid Unicode text (it holds a lone surrogate)")
 
     @property
     def semver(self) -> SemVer:

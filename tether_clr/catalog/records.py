@@ -17,6 +17,7 @@ from tether_clr.records.context import RequestContext
 __all__ = [
     "CATALOG_FAILURE_REASONS",
     "CatalogFailureReason",
+    "DeferredTool",
     "DiscoveryResult",
     "OMISSION_REASONS",
     "Omission",
@@ -45,7 +46,8 @@ ReauthorizationReason = Literal["tool_disabled", "tool_retired", "tenant_denied"
 REAUTHORIZATION_REASONS: tuple[ReauthorizationReason, ...] = get_args(ReauthorizationReason)
 
 # Every machine-readable ``failure.reason`` the catalog adds to the eight failure codes:
-# re-authorization (DENIED), an authority that fails (UNAVAILABLE), an oversized result (TOOL_ERROR).
+# re-authorization (DENIED), an authority that fails (UNAVAILABLE), an oversized result (TOOL_ERROR),
+# a call to a deferred tool whose schema the snapshot has not loaded (INVALID_ARGS).
 CatalogFailureReason = Literal[
     "tool_disabled",
     "tool_retired",
@@ -55,6 +57,7 @@ CatalogFailureReason = Literal[
     "stale_binding",
     "authority_unavailable",
     "result_too_large",
+    "schema_not_loaded",
 ]
 CATALOG_FAILURE_REASONS: tuple[CatalogFailureReason, ...] = get_args(CatalogFailureReason)
 
@@ -92,6 +95,24 @@ class ToolBinding:
             "schema_hash": self.schema_hash,
             "origin": self.origin,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredTool:
+    """A deferred tool as the model is first shown it: its name, description and search hint, no parameters."""
+
+    name: str
+    description: str
+    search_hint: str | None = None
+
+    def __post_init__(self) -> None:
+        require_str(self.name, "name")
+        if not isinstance(self.description, str):
+            raise TypeError(f"description must be a str, got {type(self.description).__name__}")
+        optional_str(self.search_hint, "search_hint")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "search_hint": self.search_hint}
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,9 +87,9 @@ class ToolCatalog:
         # compatibility check look a name up instead of scanning the catalog).
         self._by_logical_name: dict[str, list[LiveRecord]] = {}
         # seal()'s last selection per scope, valid while the revision is unchanged (weak: scopes come and go).
-        self._sealed: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, ToolEntry], Mapping[str, str] | None]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._sealed: weakref.WeakKeyDictionary[
+            Any, tuple[int, dict[str, ToolEntry], Mapping[str, str] | None, tuple[str, ...]]
+        ] = weakref.WeakKeyDictionary()
         self._pins: dict[tuple[str, str | None, str | None], ToolPin] = {}
         self._deny_rules: tuple[DenyRule, ...] = ()
         self._authority: Authority | None = None
@@ -209,7 +209,7 @@ class ToolCatalog:
             revision = self._revision
             cached = self._sealed.get(scope if scope is not None else _GLOBAL)
             if cached is not None and cached[0] == revision:  # nothing changed since: reuse the selection
-                return SealedToolCatalogView(self, scope, cached[1], self.argument_limits, cached[2])
+                return SealedToolCatalogView(self, scope, cached[1], self.argument_limits, cached[2], deferred=cached[3])
             entries = [e for e in self._visible_entries(scope) if e.candidate.status.is_callable]
         chosen: dict[str, ToolEntry] = {}
         for entry in entries:
@@ -220,9 +220,10 @@ class ToolCatalog:
                 break
         aliased = [e.candidate for e in chosen.values() if e.candidate.metadata.aliases]
         aliases = resolve_aliases(aliased, primary=chosen) if aliased else None
+        deferred = tuple(name for name, e in chosen.items() if e.candidate.metadata.deferred)
         with self._lock:
-            self._sealed[scope if scope is not None else _GLOBAL] = (revision, chosen, aliases)
-        return SealedToolCatalogView(self, scope, chosen, self.argument_limits, aliases)
+            self._sealed[scope if scope is not None else _GLOBAL] = (revision, chosen, aliases, deferred)
+        return SealedToolCatalogView(self, scope, chosen, self.argument_limits, aliases, deferred=deferred)
 
     def discover(
         self, context: RequestContext, scope: AgentPipelineScope | None = None, query: CapabilityQuery | None = None

@@ -17,17 +17,20 @@ Layer 3 (the catalog): views decide what is visible and callable; they run nothi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+import copy
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from tether_clr.catalog.assembly import CatalogSelection
 from tether_clr.catalog.authority import Authority, scopes_now
+from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.catalog.candidates import DenyRule
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.reauthorization import reauthorize
 from tether_clr.catalog.records import (
+    DeferredTool,
     DiscoveryResult,
     Omission,
     ReauthorizationReason,
@@ -37,10 +40,13 @@ from tether_clr.foundations.arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLi
 from tether_clr.foundations.canonical import ordinal_key
 from tether_clr.records.context import RequestContext
 from tether_clr.records.declaration import ToolSchemaSnapshot
+from tether_clr.records.outcomes import ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.tools.protocol import Tool
 
 __all__ = ["LivePolicy", "SealedToolCatalogView", "ToolAssembly"]
+
+_View = TypeVar("_View", bound="SealedToolCatalogView")
 
 
 class LivePolicy(Protocol):
@@ -69,9 +75,19 @@ class SealedToolCatalogView:
     ``policy_revision``, ``digest``) are ``None`` on a plain view.
     ``argument_limits`` are the registry's :class:`ArgumentLimits` when it was sealed;
     ``catalog`` is the catalog that sealed it, read only through :class:`LivePolicy`.
+
+    Deferred tools (``ToolMetadata(deferred=True)``, named in ``deferred``) are
+    bound and callable by name, but listed without their parameters
+    (:attr:`deferred`) until a snapshot loads them (:meth:`with_loaded`); a call
+    to one not loaded is refused INVALID_ARGS ``schema_not_loaded``
+    (:attr:`unloaded`), unless the snapshot uses the provider's own deferral
+    (:meth:`with_native_deferral`).
     """
 
-    __slots__ = ("scope", "catalog", "_entries", "_aliases", "_names", "argument_limits")
+    __slots__ = (
+        "scope", "catalog", "_entries", "_aliases", "_names", "argument_limits",
+        "_deferred", "_loaded", "_native", "_waiting", "unloaded",
+    )
 
     def __init__(
         self,
@@ -81,6 +97,7 @@ class SealedToolCatalogView:
         argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
         aliases: Mapping[str, str] | None = None,
         order: Sequence[str] | None = None,
+        deferred: Iterable[str] = (),
     ) -> None:
         self.catalog = catalog
         self.scope = scope
@@ -88,6 +105,13 @@ class SealedToolCatalogView:
         self._entries = MappingProxyType(dict(entries))
         self._aliases: Mapping[str, str] = MappingProxyType(dict(aliases or {}))
         self._names: tuple[str, ...] | None = tuple(order) if order is not None else None  # sorted on first use
+        self._deferred: frozenset[str] = frozenset(deferred)
+        self._loaded: frozenset[str] = frozenset()
+        self._native = False
+        self._waiting: frozenset[str] = self._deferred
+        self.unloaded: frozenset[str] = self._deferred
+        """The model names a call is refused ``schema_not_loaded`` for: deferred, not loaded, and
+        the snapshot does not use native deferral. Empty (falsy) in a view with no deferred tool."""
 
     def resolve(self, name: str) -> ToolEntry | None:
         entry = self._entries.get(name)
@@ -117,7 +141,110 @@ class SealedToolCatalogView:
         return self._aliases
 
     def get_declarations(self) -> list[ToolSchemaSnapshot]:
-        return [self._entries[name].declaration() for name in self._ordered()]
+        """The declarations shown with their parameters, in order: every tool but the deferred ones not loaded."""
+        waiting = self._waiting
+        return [self._entries[name].declaration() for name in self._ordered() if name not in waiting]
+
+    # ------------------------------------------------------ deferred tools
+    @property
+    def deferred(self) -> tuple[DeferredTool, ...]:
+        """The deferred tools whose schema this snapshot has not loaded, in its order: name, description, hint."""
+        waiting = self._waiting
+        if not waiting:
+            return ()
+        return tuple(
+            DeferredTool(name, self._entries[name].description, self._entries[name].candidate.metadata.search_hint)
+            for name in self._ordered()
+            if name in waiting
+        )
+
+    def deferred_declarations(self) -> list[ToolSchemaSnapshot]:
+        """The full declarations of :attr:`deferred`, in order (what native deferral sends with ``defer_loading``)."""
+        waiting = self._waiting
+        return [self._entries[name].declaration() for name in self._ordered() if name in waiting]
+
+    def deferred_entries(self) -> list[ToolEntry]:
+        """The frozen entries of :attr:`deferred`, in order: what a tool search ranks, and nothing else."""
+        waiting = self._waiting
+        return [self._entries[name] for name in self._ordered() if name in waiting]
+
+    @property
+    def loaded(self) -> frozenset[str]:
+        """The deferred tools whose schema this snapshot loaded (:meth:`with_loaded`)."""
+        return self._loaded
+
+    @property
+    def native_deferral(self) -> bool:
+        """Whether the provider keeps the deferred schemas (:meth:`with_native_deferral`)."""
+        return self._native
+
+    @property
+    def search_tool_name(self) -> str | None:
+        """The name of the tool search in this view (``registry.enable_tool_search``), or ``None``."""
+        for name in self._ordered():
+            entry = self._entries[name]
+            if entry.catalog_tool and isinstance(entry.tool, CatalogTool) and entry.tool.searches_deferred:
+                return name
+        return None
+
+    def with_loaded(self: _View, names: Iterable[str]) -> _View:
+        """A new snapshot in which the schemas of the deferred tools ``names`` are loaded; this one is unchanged.
+
+        A name (or alias) of a tool that is not deferred, or already loaded, is
+        accepted and changes nothing. A name this snapshot does not show, whether
+        it exists elsewhere (another tenant's tool, a disabled version) or
+        nowhere, raises the same ``LookupError``: ``no tool named '<name>' is
+        visible in this snapshot``. ``names`` must be an iterable of strings
+        (``TypeError`` for a bare string or anything else). An assembly's
+        digest covers what is loaded, so the new snapshot's differs.
+        """
+        if isinstance(names, str | bytes) or not isinstance(names, Iterable):
+            raise TypeError(f"names must be an iterable of tool names, got {type(names).__name__}")
+        loaded = set(self._loaded)
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"each tool name must be a str, got {type(name).__name__}")
+            entry = self.resolve(name)
+            if entry is None:
+                raise LookupError(f"no tool named {name!r} is visible in this snapshot")
+            if entry.name in self._deferred:
+                loaded.add(entry.name)
+        return self._derived(frozenset(loaded), self._native)
+
+    def with_loaded_from(self: _View, outcomes: Iterable[ToolExecutionOutcome]) -> _View:
+        """:meth:`with_loaded` of every tool the successful tool-search outcomes among ``outcomes`` returned.
+
+        The step after a search: ``assembly = assembly.with_loaded_from(outcomes)``.
+        Outcomes of other tools, and failed ones, are ignored.
+        """
+        search = self.search_tool_name
+        names: list[str] = []
+        for outcome in outcomes:
+            if search is None or outcome.failure is not None or self._aliases.get(outcome.name, outcome.name) != search:
+                continue
+            value = outcome.value
+            if isinstance(value, dict):
+                names.extend(t["name"] for t in value.get("tools", ()) if isinstance(t, dict) and isinstance(t.get("name"), str))
+        return self.with_loaded(names)
+
+    def with_native_deferral(self: _View) -> _View:
+        """A new snapshot for a provider that keeps deferred schemas on its side (OpenAI Responses, Anthropic).
+
+        Its OpenAI Responses and Anthropic projections send the deferred tools
+        with their full schemas and ``defer_loading: true`` and the provider's
+        tool search (instead of the library's); calls to deferred tools are not
+        refused ``schema_not_loaded``. Chat Completions, MCP and MEAI have no
+        native deferral: they project it as any snapshot (the library's search).
+        """
+        return self._derived(self._loaded, True)
+
+    def _derived(self: _View, loaded: frozenset[str], native: bool) -> _View:
+        twin = copy.copy(self)
+        twin._loaded = loaded
+        twin._native = native
+        twin._waiting = self._deferred - loaded
+        twin.unloaded = frozenset() if native else twin._waiting
+        return twin
 
     # ------------------------------------------------------ catalog fields
     @property
@@ -177,7 +304,8 @@ class ToolAssembly(SealedToolCatalogView):
     (model name -> :class:`ToolBinding`), ``registry_revision``,
     ``policy_revision``, ``context``, ``omitted`` and ``digest`` (computed on
     first read: ``"sha256:"`` over the canonical form of the definitions,
-    bindings, revisions, omissions and the context's identity). Passing it to
+    bindings, revisions, omissions and the context's identity, and, when it
+    has deferred tools, of what is deferred and loaded). Passing it to
     ``execute_batch`` runs calls against exactly these bindings, each
     re-authorized against the live registry right before its body.
     """
@@ -195,7 +323,8 @@ class ToolAssembly(SealedToolCatalogView):
         argument_limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS,
     ) -> None:
         super().__init__(
-            catalog, scope, entries, argument_limits, selection.aliases, [c.model_name for c in selection.chosen]
+            catalog, scope, entries, argument_limits, selection.aliases, [c.model_name for c in selection.chosen],
+            selection.deferred_names,
         )
         self._selection = selection
         self._registry_revision = registry_revision
@@ -213,8 +342,9 @@ class ToolAssembly(SealedToolCatalogView):
 
     @property
     def definitions(self) -> tuple[ToolSchemaSnapshot, ...]:
-        """The definitions the model is shown, in catalog order (fresh copies on every read)."""
-        return self._selection.definitions
+        """The definitions the model is shown with their parameters, in catalog order (fresh copies on
+        every read): a deferred tool's only once loaded (:meth:`with_loaded`)."""
+        return self._selection.shown_definitions(self._loaded)
 
     @property
     def omitted(self) -> tuple[Omission, ...]:
@@ -232,7 +362,9 @@ class ToolAssembly(SealedToolCatalogView):
     def digest(self) -> str:
         found = self._digest
         if found is None:
-            found = self._digest = self._selection.digest(self._registry_revision, self._policy_revision)
+            found = self._digest = self._selection.digest(
+                self._registry_revision, self._policy_revision, loaded=self._loaded, native_deferral=self._native
+            )
         return found
 
     def discovery(self) -> DiscoveryResult:
@@ -241,7 +373,12 @@ class ToolAssembly(SealedToolCatalogView):
 
     def get_declarations(self) -> list[ToolSchemaSnapshot]:
         """The definitions as the model was shown them (fresh copies)."""
-        return list(self._selection.definitions)
+        return list(self._selection.shown_definitions(self._loaded))
+
+    def _derived(self, loaded: frozenset[str], native: bool) -> ToolAssembly:
+        twin = super()._derived(loaded, native)
+        twin._digest = None
+        return twin
 
     def binding_of(self, entry: ToolEntry) -> ToolBinding:
         return entry.candidate.binding

@@ -19,9 +19,10 @@ import inspect
 import logging
 from dataclasses import replace
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether_clr.catalog.authority import AuthorityUnavailableError
+from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.execution.isolation import foreign_cancellation, in_own_context
 from tether_clr.foundations.arguments import (
     InvalidArgumentsJson,
@@ -89,6 +90,14 @@ def _refusal(execution: ToolExecution, entry: ToolEntry, reason: str) -> ToolExe
     tenant = None if execution.context is None else execution.context.tenant_id
     message = _REFUSALS[reason].format(tool=tool, tenant=tenant)
     return _fail(execution, Codes.DENIED, f"re-authorization refused the call: {message}", reason)
+
+
+def _schema_not_loaded(execution: ToolExecution, entry: ToolEntry, view: SealedToolCatalogView) -> ToolExecutionOutcome:
+    """INVALID_ARGS ``schema_not_loaded``: a deferred tool called before its schema was loaded, pointing to the search."""
+    search = view.search_tool_name
+    how = f"call {search!r} to find it and load its schema" if search is not None else "load its schema (with_loaded)"
+    message = f"the schema of tool {entry.name!r} is not loaded in this request: {how}, then call it again"
+    return _fail(execution, Codes.INVALID_ARGS, message, "schema_not_loaded")
 
 
 def _limit_result(execution: ToolExecution, outcome: ToolExecutionOutcome, limit: int | None) -> ToolExecutionOutcome:
@@ -196,10 +205,11 @@ _STAGE_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "po
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
-    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains")
+    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains", "_unloaded")
 
     def __init__(self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None) -> None:
         self._view = view
+        self._unloaded = view.unloaded  # empty, so falsy, in a view with no deferred tool: nothing more is paid
         self._listeners = listeners
         self._approval = approval
         # The chains of the view's own scope: every call of a batch runs in it.
@@ -261,6 +271,9 @@ class CallPipeline:
         entry = self._view.resolve(call.name)
         if entry is None:
             return call, execution, None, _fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
+        unloaded = self._unloaded
+        if unloaded and entry.name in unloaded:  # deferred, schema not loaded: the model never saw the parameters
+            return call, execution, entry, _schema_not_loaded(execution, entry, self._view)
         if parse_error is not None:
             return call, execution, entry, _fail(execution, Codes.INVALID_ARGS, parse_error)
         admitted, schema_error = entry.validator.admit(arguments)
@@ -460,7 +473,11 @@ class CallPipeline:
         with linked as scope:
             try:
                 # In a copy of the context: what the body sets there is seen by nothing else.
-                value = await in_own_context(entry.tool.invoke(execution.arguments, dispatch.cancellation))
+                if entry.catalog_tool:  # the catalog's own tool (the tool search): it reads the view of the call
+                    body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, dispatch.cancellation)
+                else:
+                    body = entry.tool.invoke(execution.arguments, dispatch.cancellation)
+                value = await in_own_context(body)
             except ToolArgumentError as exc:
                 outcome = _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
             except OperationCancelledError as exc:

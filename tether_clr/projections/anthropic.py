@@ -13,25 +13,51 @@ accept; the SDK's response objects are read by attribute. Nothing here imports t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from tether_clr.catalog.views import SealedToolCatalogView
 from tether_clr.projections.calls import field, items_of, make_call
-from tether_clr.projections.source import shown_tools
+from tether_clr.projections.source import native_deferral_tools, shown_tools
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 
 __all__ = ["calls_from_anthropic", "to_anthropic_tools", "tool_results_message"]
 
 
-def to_anthropic_tools(assembly: SealedToolCatalogView) -> list[dict[str, Any]]:
-    """The tools of ``assembly`` for the Messages API, in its order; fresh dicts every call."""
+AnthropicToolSearch = Literal["bm25", "regex"]
+
+_SEARCH_TOOLS: dict[str, dict[str, str]] = {
+    "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+}
+
+
+def to_anthropic_tools(assembly: SealedToolCatalogView, tool_search: AnthropicToolSearch = "bm25") -> list[dict[str, Any]]:
+    """The tools of ``assembly`` for the Messages API, in its order; fresh dicts every call.
+
+    A snapshot made with ``with_native_deferral()`` that has deferred tools is
+    projected with those tools' full schemas and ``"defer_loading": true``
+    after the others, then Anthropic's tool search tool (``tool_search``:
+    ``"bm25"``, ``tool_search_tool_bm25_20251119``, or ``"regex"``,
+    ``tool_search_tool_regex_20251119``), and without the library's tool search.
+    """
+    if tool_search not in _SEARCH_TOOLS:
+        raise ValueError(f'tool_search must be "bm25" or "regex", got {tool_search!r}')
+    native = native_deferral_tools(assembly)
+    if native is None:
+        listed = [(tool, False) for tool in shown_tools(assembly)]
+    else:
+        listed = [(tool, False) for tool in native[0]] + [(tool, True) for tool in native[1]]
     tools: list[dict[str, Any]] = []
-    for tool in shown_tools(assembly):
+    for tool, deferred in listed:
         projected: dict[str, Any] = {"name": tool.name}
         if tool.description:
             projected["description"] = tool.description
         projected["input_schema"] = tool.parameters
+        if deferred:
+            projected["defer_loading"] = True
         tools.append(projected)
+    if native is not None:
+        tools.append(dict(_SEARCH_TOOLS[tool_search]))
     return tools
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from tether_clr.catalog.views import SealedToolCatalogView
 from tether_clr.projections.calls import field, items_of, make_call
-from tether_clr.projections.source import shown_tools
+from tether_clr.projections.source import native_deferral_tools, shown_tools
 from tether_clr.projections.strict import ProjectionNote, ProjectionReport, strict_schema
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 from tether_clr.records.wire import OpenAIApi, check_openai_api, openai_chat_image_message
@@ -45,11 +45,23 @@ def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", st
     schema cannot be strict is projected as it is with ``"strict": false``, and
     ``.report`` says why. Annotations strict mode refuses are removed and reported.
     Every call builds fresh dicts.
+
+    A snapshot made with ``with_native_deferral()`` that has deferred tools is
+    projected for Responses with those tools' full schemas and
+    ``"defer_loading": true`` after the others, then OpenAI's hosted
+    ``{"type": "tool_search"}``, and without the library's tool search. Chat
+    Completions has no native deferral: it gets the snapshot as any other (the
+    deferred tools left out, the library's tool search listed).
     """
     api = check_openai_api(api)
+    native = native_deferral_tools(assembly) if api == "responses" else None
     tools: list[dict[str, Any]] = []
     notes: list[ProjectionNote] = []
-    for tool in shown_tools(assembly):
+    if native is None:
+        listed = [(tool, False) for tool in shown_tools(assembly)]
+    else:
+        listed = [(tool, False) for tool in native[0]] + [(tool, True) for tool in native[1]]
+    for tool, deferred in listed:
         parameters, is_strict = tool.parameters, False
         if strict:
             converted = strict_schema(tool.parameters)
@@ -61,7 +73,11 @@ def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", st
             function["description"] = tool.description
         function["parameters"] = parameters
         function["strict"] = is_strict
+        if deferred:
+            function["defer_loading"] = True
         tools.append({"type": "function", "function": function} if api == "chat" else {"type": "function", **function})
+    if native is not None:
+        tools.append({"type": "tool_search"})  # hosted: OpenAI searches the deferred tools itself
     return OpenAITools(tools, ProjectionReport(tuple(notes)))
 
 

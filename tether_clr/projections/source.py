@@ -8,8 +8,9 @@ from typing import Any
 
 from tether_clr.catalog.metadata import ToolMetadata
 from tether_clr.catalog.views import SealedToolCatalogView
+from tether_clr.records.declaration import ToolSchemaSnapshot
 
-__all__ = ["ShownTool", "shown_tools"]
+__all__ = ["ShownTool", "native_deferral_tools", "shown_tools"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,28 @@ def shown_tools(view: SealedToolCatalogView) -> list[ShownTool]:
     """
     if not isinstance(view, SealedToolCatalogView):
         raise TypeError(f"expected a ToolAssembly or a sealed view (registry.assemble(...) or registry.seal(...)), got {type(view).__name__}")
+    return _shown(view, view.get_declarations())
+
+
+def native_deferral_tools(view: SealedToolCatalogView) -> tuple[list[ShownTool], list[ShownTool]] | None:
+    """For a provider with its own tool search: ``(shown, deferred)``, or ``None`` when it does not apply.
+
+    It applies to a snapshot made with ``with_native_deferral()`` that has deferred tools not
+    loaded: ``shown`` are its tools with parameters but the library's tool search (the
+    provider's replaces it), ``deferred`` the deferred tools the caller may see, with full schemas.
+    """
+    if not isinstance(view, SealedToolCatalogView):
+        raise TypeError(f"expected a ToolAssembly or a sealed view (registry.assemble(...) or registry.seal(...)), got {type(view).__name__}")
+    if not view.native_deferral or not view.deferred:
+        return None
+    search = view.search_tool_name
+    shown = [tool for tool in _shown(view, view.get_declarations()) if tool.name != search]
+    return shown, _shown(view, view.deferred_declarations())
+
+
+def _shown(view: SealedToolCatalogView, declarations: list[ToolSchemaSnapshot]) -> list[ShownTool]:
     shown: list[ShownTool] = []
-    for declaration in view.get_declarations():
+    for declaration in declarations:
         entry = view.resolve(declaration.name)
         metadata = ToolMetadata() if entry is None else entry.candidate.metadata
         shown.append(ShownTool(declaration.name, declaration.description, copy.deepcopy(declaration.parameters), metadata))
