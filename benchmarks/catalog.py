@@ -138,7 +138,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
     reauth = table(["re-authorization", "check µs per call", "pre-body step µs per call (incl. scope lookup)"],
                    await reauthorization_rows(rounds))
     report = (
-        f"Measured with `.venv/bin/python benchmarks/catalog.py --write-docs` ({backend}; {machine_line()}; "
+        f"Measured with `./tasks.sh bench` (`benchmarks/catalog.py --write-docs`; {backend}; {machine_line()}; "
         f"best of {rounds} rounds).\n\n{assembly}\n\n{reauth}\n"
     )
     publish("catalog", report, write)

@@ -74,7 +74,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
     overhead = table(["path", "µs per call", "vs direct"], await overhead_rows(functions, rounds))
     overlap = table(["max_parallelism", "wall ms (8 × 100 ms)", "speed-up", "ideal ms"], await overlap_rows(functions, max(1, rounds // 2)))
     report = (
-        f"Measured with `.venv/bin/python benchmarks/clr.py --write-docs` ({backend}; {runtime.description}; "
+        f"Measured with `./tasks.sh bench` (`benchmarks/clr.py --write-docs`; {backend}; {runtime.description}; "
         f"{machine_line()}; best of {rounds} rounds).\n\n{overhead}\n\n{overlap}\n"
     )
     publish("clr", report, write)

@@ -87,7 +87,7 @@ async def main(write: bool, rounds: int, backend: str) -> None:
     overhead = table(["path", "listeners", "calls per batch", "µs per call", "vs bare await"], await overhead_rows(rounds))
     speedup = table(["max_parallelism", "wall ms (32 × 20 ms)", "speed-up", "ideal ms"], await parallel_rows(max(1, rounds // 2)))
     report = (
-        f"Measured with `.venv/bin/python benchmarks/pipeline.py --write-docs` ({backend}; {machine_line()}; best of {rounds} rounds).\n\n"
+        f"Measured with `./tasks.sh bench` (`benchmarks/pipeline.py --write-docs`; {backend}; {machine_line()}; best of {rounds} rounds).\n\n"
         f"{overhead}\n\n{speedup}\n"
     )
     publish("pipeline", report, write)
