@@ -57,6 +57,9 @@ async def test_a_suspended_step_stops_the_loop_until_it_is_resumed(tmp_path: Pat
         assert [o.value for o in parked.outcomes] == ["A"]
         with pytest.raises(RuntimeError, match="suspended"):
             await loop.run_step([ToolCall("c3", "shout", '{"text": "b"}')])
+        with pytest.raises(ValueError):  # a decision for a call that is not parked: the loop stays suspended
+            await loop.resume({"c9": ApprovalResult.APPROVED})
+        assert loop.suspended is parked
         resumed = await loop.resume({"c2": ApprovalResult.APPROVED})
         assert (resumed.step, [o.value for o in resumed.outcomes], resumed.suspended) == (1, ["A", "deleted /x"], None)
         after = await loop.run_step([ToolCall("c3", "shout", '{"text": "b"}')])

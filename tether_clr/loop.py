@@ -128,11 +128,11 @@ class StepLoop:
                 raise RuntimeError("no step of this loop is suspended")
             suspended_at = (self.suspended.turn, self.suspended.step)
         turn, step = suspended_at
-        self.turn, self.step, self.suspended = turn, step, None
         outcomes = await self.registry.resume(
             self.store, self.session_id, decisions, self.assemble(), max_parallelism=self.max_parallelism,
             wrap_sink=wrap_sink,
-        )
+        )  # raises, changing nothing here, when the decisions do not fit the parked calls
+        self.turn, self.step, self.suspended = turn, step, None
         return self._result(turn, step, outcomes)
 
     async def end_turn(self) -> None:
