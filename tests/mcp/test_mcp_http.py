@@ -1,0 +1,52 @@
+"""The MCP server over streamable HTTP on 127.0.0.1, driven by the SDK's client; identity from headers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+
+from tests.support.mcp_http import serving
+from tests.support.mcp_servers import governed_registry, served
+from tether_clr import InMemoryToolLog, ToolFailureCodes
+from tether_clr.mcp import NO_CONTEXT_MESSAGE
+
+pytestmark = pytest.mark.anyio
+
+
+def http_client(url: str, headers: dict[str, str], mode: str) -> Client:
+    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
+    return Client(transport, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_http_listing_calls_and_refusals(mode: str) -> None:
+    log = InMemoryToolLog()
+    server = served(governed_registry(), sink=log)
+    acme = {"x-tenant": "acme", "x-principal": "alice"}
+    globex = {"x-tenant": "globex", "x-principal": "bob"}
+    with serving(lambda: server.streamable_http_app(path="/mcp")) as url:
+        async with http_client(url, acme, mode) as c:
+            acme_names = [tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools]
+            price = await c.call_tool("price", {"product": "tea", "quantity": 2})
+            denied = await c.call_tool("delete_all", {})
+        async with http_client(url, globex, mode) as c:
+            globex_names = [tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools]
+            with pytest.raises(MCPError) as invisible:
+                await c.call_tool("refund", {"order": "o-1"})
+        async with http_client(url, {}, mode) as c:
+            with pytest.raises(MCPError) as anonymous:
+                await c.list_tools(cache_mode="refresh")
+    assert acme_names == ["delete_all", "price", "refund", "wire"]
+    assert globex_names == ["delete_all", "price", "wire"]
+    assert price.structured_content == {"result": 5.0}
+    assert denied.is_error is True and denied.structured_content is not None
+    assert denied.structured_content["code"] == ToolFailureCodes.DENIED
+    assert invisible.value.code == INVALID_PARAMS
+    assert anonymous.value.message == NO_CONTEXT_MESSAGE
+    assert [outcome.name for outcome in log.outcomes] == ["price", "delete_all"]
