@@ -176,3 +176,19 @@ async def test_a_cancelled_call_ends_aborted_and_is_recorded(mode: str) -> None:
             while not log.outcomes:
                 await anyio.sleep(0.01)
     assert log.outcomes[0].code == ToolFailureCodes.ABORTED
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_each_session_runs_in_a_child_scope_owned_by_the_principal(mode: str) -> None:
+    from tether_clr import AgentPipelineScope
+
+    root = AgentPipelineScope()
+    registry = governed_registry()
+    seen: list[Any] = []
+    registry.register_guard(None, lambda execution: seen.append(execution.scope))
+    async with client(served(registry, scope=root), mode=mode) as c:
+        await c.call_tool("price", {"product": "tea"})
+        await c.call_tool("price", {"product": "tea"})
+    assert all(scope.parent is root and scope.owner == "alice" and scope.session_id for scope in seen)
+    # the handshake era keeps one scope for the session; 2026-07-28 makes one per request
+    assert (seen[0] is seen[1]) == (mode == "legacy")

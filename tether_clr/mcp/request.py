@@ -19,7 +19,7 @@ from typing import Any, Literal
 from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
 
-__all__ = ["ContextFor", "McpRequest", "Transport", "resolve_context", "session_scope"]
+__all__ = ["ContextFor", "McpRequest", "Transport", "connection_scope", "connection_state", "resolve_context", "session_scope"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,38 @@ async def resolve_context(context_for: ContextFor, request: McpRequest) -> Reque
             logger.warning("context_for returned %s, not a RequestContext; the request is refused", type(answer).__name__)
         return None
     return answer
+
+
+_SCOPE_KEY = "tether_clr.mcp.scope"
+
+
+def connection_state(sdk_context: Any) -> dict[str, Any] | None:
+    """The SDK ``Connection.state`` of this request's connection, or ``None`` when the SDK does not expose it.
+
+    The SDK's ``ServerRequestContext`` has no public path to the connection;
+    its ``ServerSession`` holds it (``_connection``). A handshake-era
+    connection lasts the session; a 2026-07-28 one is made per request.
+    """
+    state = getattr(getattr(sdk_context.session, "_connection", None), "state", None)
+    return state if isinstance(state, dict) else None
+
+
+def connection_scope(
+    sdk_context: Any, root: AgentPipelineScope | None, context: RequestContext, session_id: str | None
+) -> AgentPipelineScope | None:
+    """The scope of this request: one per connection (a handshake-era session) and principal, made once;
+    a fresh one when the connection cannot be told apart (see :func:`session_scope`)."""
+    state = connection_state(sdk_context)
+    key = (context.tenant_id, context.principal_id)
+    if state is not None:
+        kept = state.get(_SCOPE_KEY)
+        if isinstance(kept, tuple) and kept[0] == key:
+            scope: AgentPipelineScope = kept[1]
+            return scope
+    made = session_scope(root, context, session_id)
+    if state is not None and made is not None:
+        state[_SCOPE_KEY] = (key, made)
+    return made
 
 
 def session_scope(root: AgentPipelineScope | None, context: RequestContext, session_id: str | None) -> AgentPipelineScope | None:

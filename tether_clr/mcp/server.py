@@ -25,7 +25,7 @@ from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_callable_name, run_call
 from tether_clr.mcp.listing import InvalidCursorError, list_page
-from tether_clr.mcp.request import ContextFor, describe_request, resolve_context, session_scope, stdio_transport
+from tether_clr.mcp.request import ContextFor, connection_scope, describe_request, resolve_context, stdio_transport
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.registry import ToolRegistry
 
@@ -115,7 +115,7 @@ class TetherMcpServer:
         """The caller's fresh assembly and scope; ``MCPError`` when there is no context."""
         request = describe_request(ctx)
         context = await resolve_context(self.context_for, request)
-        scope = None if context is None else session_scope(self.scope, context, request.session_id)
+        scope = None if context is None else connection_scope(ctx, self.scope, context, request.session_id)
         if context is None or scope is None:
             raise MCPError(code=INVALID_PARAMS, message=NO_CONTEXT_MESSAGE)
         return self.registry.assemble(context, scope), scope
