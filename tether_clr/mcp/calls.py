@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from tether_clr.catalog.views import ToolAssembly
-from tether_clr.execution.ports import ToolCallSink
+from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
@@ -59,11 +59,12 @@ async def run_call(
     arguments: dict[str, Any] | None,
     scope: AgentPipelineScope | None,
     sink: ToolCallSink | None,
+    approval: ApprovalProvider | None = None,
 ) -> ToolExecutionOutcome:
     """Run one call through ``execute_batch``; a cancellation of the caller cancels the call's token.
 
     The outcome is returned, or, when the caller was cancelled, recorded and the
-    cancellation re-raised.
+    cancellation re-raised. ``approval``: this call's approval provider (``None``: the registry's).
     """
     call = ToolCall(f"mcp-{uuid.uuid4().hex}", name, _arguments_text(arguments), scope)
     source = CancellationSource()
@@ -73,7 +74,7 @@ async def run_call(
     async def batch() -> None:
         with anyio.CancelScope(shield=True):
             try:
-                results.append(await registry.execute_batch([call], assembly, 1, sink, source.token))
+                results.append(await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval))
             finally:
                 finished.set()
 

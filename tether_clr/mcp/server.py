@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
+from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_callable_name, run_call
 from tether_clr.mcp.listing import InvalidCursorError, list_page
 from tether_clr.mcp.request import ContextFor, connection_scope, describe_request, resolve_context, stdio_transport
@@ -74,6 +75,7 @@ class TetherMcpServer:
         scope: AgentPipelineScope | None = None,
         page_size: int = 50,
         sink: ToolCallSink | None = None,
+        elicit_approval: bool = True,
         name: str = "tether-clr",
         version: str = "",
     ) -> None:
@@ -88,6 +90,7 @@ class TetherMcpServer:
         self.scope = scope
         self.page_size = page_size
         self.sink = sink
+        self.elicit_approval = elicit_approval
         self._notifiers: set[MemoryObjectSendStream[int]] = set()
         self.sdk_server: Server[dict[str, Any]] = _SdkServer(
             name, version=version, lifespan=self._lifespan, on_list_tools=self._list_tools, on_call_tool=self._call_tool
@@ -133,7 +136,8 @@ class TetherMcpServer:
         assembly, scope = await self._assembly(ctx)
         if not is_callable_name(assembly, params.name):
             raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
-        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self.sink)
+        approval = approval_for(ctx) if self.elicit_approval else None
+        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self.sink, approval)
         return CallToolResult.model_validate(outcome.to_mcp())
 
     # ---------------------------------------------------------------- listChanged
@@ -193,6 +197,7 @@ def create_server(
     scope: AgentPipelineScope | None = None,
     page_size: int = 50,
     sink: ToolCallSink | None = None,
+    elicit_approval: bool = True,
 ) -> TetherMcpServer:
     """An MCP server for ``registry``'s governed catalog (needs ``tether_clr[mcp]``).
 
@@ -200,6 +205,9 @@ def create_server(
     into a :class:`~tether_clr.RequestContext`, or ``None`` to refuse it. ``scope``:
     each session (each request in the stateless era) runs in a child of it, owned
     by the principal. ``page_size``: tools per ``tools/list`` page. ``sink``:
-    where every call is recorded.
+    where every call is recorded. ``elicit_approval``: ask a client that declared
+    elicitation (handshake era) to approve, instead of the registry's approval provider.
     """
-    return TetherMcpServer(registry, context_for=context_for, scope=scope, page_size=page_size, sink=sink)
+    return TetherMcpServer(
+        registry, context_for=context_for, scope=scope, page_size=page_size, sink=sink, elicit_approval=elicit_approval
+    )
