@@ -50,3 +50,42 @@ async def test_over_http_listing_calls_and_refusals(mode: str) -> None:
     assert invisible.value.code == INVALID_PARAMS
     assert anonymous.value.message == NO_CONTEXT_MESSAGE
     assert [outcome.name for outcome in log.outcomes] == ["price", "delete_all"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_http_list_changed_after_a_registration(mode: str) -> None:
+    import anyio
+    from mcp.shared.subscriptions import ToolsListChanged
+
+    from tether_clr import PythonFunction
+
+    registry = governed_registry()
+    server = served(registry)
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    def register() -> None:
+        registry.register(PythonFunction.from_callable(lambda: 1, name="fresh", description="A new tool."))
+
+    acme = {"x-tenant": "acme", "x-principal": "alice"}
+    with serving(lambda: server.streamable_http_app(path="/mcp")) as url:
+        transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=acme, timeout=30))
+        async with Client(transport, mode=mode, message_handler=on_message) as c:
+            assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
+            await c.list_tools(cache_mode="refresh")
+            if mode == "legacy":
+                register()  # the uvicorn thread's loop is told through the registry's on_change
+                with anyio.fail_after(10):
+                    await changed.wait()
+            else:
+                assert c.protocol_version == "2026-07-28"
+                async with c.listen(tools_list_changed=True) as subscription:
+                    register()
+                    with anyio.fail_after(10):
+                        event = await subscription.__anext__()
+                assert isinstance(event, ToolsListChanged)
+            names = [tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools]
+    assert "fresh" in names

@@ -192,3 +192,26 @@ async def test_each_session_runs_in_a_child_scope_owned_by_the_principal(mode: s
     assert all(scope.parent is root and scope.owner == "alice" and scope.session_id for scope in seen)
     # the handshake era keeps one scope for the session; 2026-07-28 makes one per request
     assert (seen[0] is seen[1]) == (mode == "legacy")
+
+
+async def test_in_2026_07_28_list_changed_comes_through_subscriptions_listen() -> None:
+    from mcp.shared.subscriptions import ToolsListChanged
+
+    registry = governed_registry()
+    async with client(served(registry), mode="auto") as c:  # auto: server/discover, so the capabilities are the server's
+        assert c.protocol_version == "2026-07-28"
+        assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
+        async with c.listen(tools_list_changed=True) as subscription:
+            registry.register(PythonFunction.from_callable(lambda: 1, name="fresh", description="A new tool."))
+            with anyio.fail_after(10):
+                event = await subscription.__anext__()
+        after = [tool.name for tool in await all_tools(c)]
+    assert isinstance(event, ToolsListChanged) and "fresh" in after
+
+
+async def test_subscriptions_listen_with_no_context_is_refused() -> None:
+    async with client(served(governed_registry()), "anonymous", mode="2026-07-28") as c:
+        with pytest.raises(MCPError) as refused:
+            async with c.listen(tools_list_changed=True):
+                pass
+    assert refused.value.message == NO_CONTEXT_MESSAGE

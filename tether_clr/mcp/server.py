@@ -8,17 +8,29 @@ assembled afresh from the registry, each call through ``execute_batch``.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    Tool,
+)
 from starlette.applications import Starlette
 
 from tether_clr.catalog.views import ToolAssembly
@@ -38,6 +50,8 @@ NO_CONTEXT_MESSAGE = "Unauthorized: no request context for this request"
 """The error a request with no context gets: nothing is listed and nothing runs."""
 
 _SESSIONS = "tether.sessions"
+_LISTEN = "tether.listen"
+_BUS = "tether.bus"
 
 
 class _SdkServer(Server[dict[str, Any]]):
@@ -91,9 +105,15 @@ class TetherMcpServer:
         self.page_size = page_size
         self.sink = sink
         self.elicit_approval = elicit_approval
-        self._notifiers: set[MemoryObjectSendStream[int]] = set()
+        # Each run's change stream, with the thread and event loop that read it.
+        self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
         self.sdk_server: Server[dict[str, Any]] = _SdkServer(
-            name, version=version, lifespan=self._lifespan, on_list_tools=self._list_tools, on_call_tool=self._call_tool
+            name,
+            version=version,
+            lifespan=self._lifespan,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
         )
         self.sdk_server.middleware.append(self._track_sessions)
         self._change_registration = registry.on_change(self._changed)
@@ -140,21 +160,32 @@ class TetherMcpServer:
         outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self.sink, approval)
         return CallToolResult.model_validate(outcome.to_mcp())
 
+    async def _listen(self, ctx: Any, params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): refused with no context, then the SDK's ``ListenHandler``."""
+        await self._assembly(ctx)
+        listen: ListenHandler = ctx.lifespan_context[_LISTEN]
+        return await listen(ctx, params)
+
     # ---------------------------------------------------------------- listChanged
     @asynccontextmanager
     async def _lifespan(self, _server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        """One per run of the SDK server (a stdio run, an HTTP app, an in-process client): the handshake-era
+        connections to tell, the 2026-07-28 listen streams' bus, and the task that tells both."""
         sessions: dict[int, Any] = {}
+        bus = InMemorySubscriptionBus()
+        listen = ListenHandler(bus)
         send, receive = anyio.create_memory_object_stream[int](16)
-        self._notifiers.add(send)
+        self._notifiers[send] = (threading.get_ident(), current_token())
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(self._notify_changes, receive, sessions)
+                group.start_soon(self._notify_changes, receive, sessions, bus)
                 try:
-                    yield {_SESSIONS: sessions}
+                    yield {_SESSIONS: sessions, _LISTEN: listen, _BUS: bus}
                 finally:
+                    listen.close()
                     group.cancel_scope.cancel()
         finally:
-            self._notifiers.discard(send)
+            self._notifiers.pop(send, None)
             send.close()
 
     async def _track_sessions(self, ctx: Any, call_next: Any) -> Any:
@@ -167,17 +198,27 @@ class TetherMcpServer:
         return await call_next(ctx)
 
     def _changed(self, event: Any) -> None:
-        for send in list(self._notifiers):
+        """``registry.on_change``: poke each run's notifier, on its own event loop (a change may be made
+        from another thread or loop, e.g. a host thread while uvicorn serves HTTP in its own)."""
+        for send, (thread, token) in list(self._notifiers.items()):
             try:
-                send.send_nowait(event.revision)
+                if threading.get_ident() == thread:
+                    send.send_nowait(event.revision)
+                else:
+                    anyio.from_thread.run_sync(send.send_nowait, event.revision, token=token)
             except anyio.WouldBlock:
                 pass  # a notification is already pending: one list_changed covers both
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._notifiers.discard(send)
+                self._notifiers.pop(send, None)
+            except RuntimeError:
+                logger.debug("an MCP server's event loop is gone; not telling it about the change", exc_info=True)
 
-    async def _notify_changes(self, receive: MemoryObjectReceiveStream[int], sessions: dict[int, Any]) -> None:
+    async def _notify_changes(
+        self, receive: MemoryObjectReceiveStream[int], sessions: dict[int, Any], bus: InMemorySubscriptionBus
+    ) -> None:
         async with receive:
             async for _revision in receive:
+                await bus.publish(ToolsListChanged())
                 for key, session in list(sessions.items()):
                     try:
                         await session.send_tool_list_changed()
