@@ -89,3 +89,55 @@ async def test_over_http_list_changed_after_a_registration(mode: str) -> None:
                 assert isinstance(event, ToolsListChanged)
             names = [tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools]
     assert "fresh" in names
+
+
+class Tokens:
+    """A token verifier: ``t-<tenant>-<principal>`` is valid, ``t-nobody`` is valid but names no principal."""
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        parts = token.split("-")
+        if parts[0] != "t":
+            return None
+        subject = parts[2] if len(parts) == 3 else None
+        return AccessToken(token=token, client_id=parts[1], scopes=["tools"], subject=subject)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_http_identity_from_the_verified_access_token(mode: str) -> None:
+    from mcp.server.auth.settings import AuthSettings
+
+    from tether_clr import RequestContext
+    from tether_clr.mcp import McpRequest
+
+    seen: list[McpRequest] = []
+
+    def from_token(request: McpRequest) -> RequestContext | None:
+        seen.append(request)
+        token = request.access_token
+        if token is None or token.subject is None:
+            return None
+        return RequestContext(token.client_id, token.subject, scopes=token.scopes)
+
+    server = served(governed_registry(), context_for=from_token)
+
+    def app() -> Any:
+        auth = AuthSettings(issuer_url="https://issuer.invalid", resource_server_url=None, required_scopes=["tools"])  # type: ignore[arg-type]
+        return server.streamable_http_app(path="/mcp", token_verifier=Tokens(), auth=auth)
+
+    with serving(app) as url:
+        async with http_client(url, {"authorization": "Bearer t-acme-alice"}, mode) as c:
+            names = [tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools]
+            # identity never comes from arguments: a tenant_id argument changes nothing
+            result = await c.call_tool("price", {"product": "tea", "tenant_id": "globex"})
+        async with http_client(url, {"authorization": "Bearer t-nobody"}, mode) as c:
+            with pytest.raises(MCPError) as refused:
+                await c.list_tools(cache_mode="refresh")
+    assert names == ["delete_all", "price", "refund", "wire"]
+    assert result.is_error is True  # tenant_id is not a parameter of price: INVALID_ARGS, never an identity
+    assert result.structured_content is not None and result.structured_content["code"] == ToolFailureCodes.INVALID_ARGS
+    assert refused.value.message == NO_CONTEXT_MESSAGE
+    alice = next(request for request in seen if request.access_token.subject == "alice")
+    assert alice.transport == "http" and alice.access_token.client_id == "acme"
+    assert alice.headers["authorization"] == "Bearer t-acme-alice"
