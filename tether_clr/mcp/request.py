@@ -19,7 +19,7 @@ from typing import Any, Literal
 from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
 
-__all__ = ["ContextFor", "McpRequest", "Transport", "connection_scope", "connection_state", "resolve_context", "session_scope"]
+__all__ = ["ContextFor", "McpRequest", "Transport", "connection_scope", "connection_state", "loaded_names", "remember_loaded", "resolve_context", "session_scope"]
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +127,28 @@ def connection_scope(
     if state is not None and made is not None:
         state[_SCOPE_KEY] = (key, made)
     return made
+
+
+_LOADED_KEY = "tether_clr.mcp.loaded"
+
+
+def loaded_names(sdk_context: Any, context: RequestContext) -> frozenset[str]:
+    """The deferred tools whose schemas this connection's searches loaded, for this tenant and principal."""
+    state = connection_state(sdk_context)
+    kept = None if state is None else state.get(_LOADED_KEY)
+    if isinstance(kept, tuple) and kept[0] == (context.tenant_id, context.principal_id):
+        names: frozenset[str] = kept[1]
+        return names
+    return frozenset()
+
+
+def remember_loaded(sdk_context: Any, context: RequestContext, names: frozenset[str]) -> bool:
+    """Keep ``names`` loaded for the rest of this connection; whether the connection keeps state at all."""
+    state = connection_state(sdk_context)
+    if state is None:
+        return False
+    state[_LOADED_KEY] = ((context.tenant_id, context.principal_id), names)
+    return True
 
 
 def session_scope(root: AgentPipelineScope | None, context: RequestContext, session_id: str | None) -> AgentPipelineScope | None:

@@ -38,7 +38,15 @@ from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_callable_name, run_call
 from tether_clr.mcp.listing import InvalidCursorError, list_page
-from tether_clr.mcp.request import ContextFor, connection_scope, describe_request, resolve_context, stdio_transport
+from tether_clr.mcp.request import (
+    ContextFor,
+    connection_scope,
+    describe_request,
+    loaded_names,
+    remember_loaded,
+    resolve_context,
+    stdio_transport,
+)
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.registry import ToolRegistry
 
@@ -141,7 +149,14 @@ class TetherMcpServer:
         scope = None if context is None else connection_scope(ctx, self.scope, context, request.session_id)
         if context is None or scope is None:
             raise MCPError(code=INVALID_PARAMS, message=NO_CONTEXT_MESSAGE)
-        return self.registry.assemble(context, scope), scope
+        assembly = self.registry.assemble(context, scope)
+        loaded = loaded_names(ctx, context)
+        if loaded:
+            # what this session's searches loaded, among what this fresh assembly still defers
+            still = loaded & {tool.name for tool in assembly.deferred}
+            if still:
+                assembly = assembly.with_loaded(sorted(still))
+        return assembly, scope
 
     # ---------------------------------------------------------------- handlers
     async def _list_tools(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
@@ -158,7 +173,20 @@ class TetherMcpServer:
             raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
         approval = approval_for(ctx) if self.elicit_approval else None
         outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self.sink, approval)
+        if assembly.search_tool_name is not None and outcome.failure is None:
+            await self._remember_search(ctx, assembly, outcome)
         return CallToolResult.model_validate(outcome.to_mcp())
+
+    async def _remember_search(self, ctx: Any, assembly: ToolAssembly, outcome: Any) -> None:
+        """After a successful tool search, keep its matches loaded for this session, and tell the client its list changed."""
+        loaded = assembly.with_loaded_from([outcome]).loaded
+        if loaded == assembly.loaded:
+            return
+        if remember_loaded(ctx, assembly.context, loaded) and ctx.session.can_send_request:
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception:
+                logger.debug("could not send tools/list_changed after a search", exc_info=True)
 
     async def _listen(self, ctx: Any, params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:
         """``subscriptions/listen`` (2026-07-28): refused with no context, then the SDK's ``ListenHandler``."""
