@@ -141,3 +141,48 @@ async def test_over_http_identity_from_the_verified_access_token(mode: str) -> N
     alice = next(request for request in seen if request.access_token.subject == "alice")
     assert alice.transport == "http" and alice.access_token.client_id == "acme"
     assert alice.headers["authorization"] == "Bearer t-acme-alice"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_http_pagination_and_cancellation(mode: str) -> None:
+    import threading
+
+    import anyio
+
+    from tether_clr import PythonFunction
+
+    started = threading.Event()  # set on uvicorn's thread, read on the test's
+
+    async def slow() -> str:
+        """Wait until cancelled."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    registry = governed_registry(filler=5)
+    registry.register(PythonFunction.from_callable(slow))
+    log = InMemoryToolLog()
+    server = served(registry, page_size=4, sink=log)
+    acme = {"x-tenant": "acme", "x-principal": "alice"}
+    with serving(lambda: server.streamable_http_app(path="/mcp")) as url:
+        async with http_client(url, acme, mode) as c:
+            names: list[str] = []
+            cursor = None
+            for _ in range(10):
+                page = await c.list_tools(cursor=cursor, cache_mode="refresh")
+                assert len(page.tools) <= 4
+                names.extend(tool.name for tool in page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            async with anyio.create_task_group() as group:
+                group.start_soon(c.call_tool, "slow", {})
+                with anyio.fail_after(10):
+                    while not started.is_set():
+                        await anyio.sleep(0.01)
+                group.cancel_scope.cancel()  # the client abandons the call: notifications/cancelled
+            with anyio.fail_after(10):
+                while not log.outcomes:
+                    await anyio.sleep(0.01)
+    assert cursor is None and len(names) == 10 and len(set(names)) == 10
+    assert log.outcomes[0].name == "slow" and log.outcomes[0].code == ToolFailureCodes.ABORTED
