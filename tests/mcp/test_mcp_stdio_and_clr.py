@@ -51,3 +51,13 @@ async def test_a_csharp_and_a_python_tool_from_one_server(clr_tools: dict[str, A
     assert priced.is_error is False and priced.structured_content == {"result": 2.5}
     assert invalid.is_error is True and invalid.structured_content is not None
     assert invalid.structured_content["code"] == ToolFailureCodes.INVALID_ARGS
+
+
+async def test_the_readme_example_serves_over_stdio() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "examples.mcp_server"], cwd=str(ROOT),
+                                   env={**__import__("os").environ, "TETHER_TENANT": "acme", "TETHER_PRINCIPAL": "alice"})
+    async with Client(params, mode="legacy") as c:
+        names = [tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools]
+        result = await c.call_tool("shout", {"text": "hi"})
+    assert names == ["echo", "shout"]
+    assert result.is_error is False and result.structured_content == {"result": "HI"}
