@@ -215,3 +215,14 @@ async def test_subscriptions_listen_with_no_context_is_refused() -> None:
             async with c.listen(tools_list_changed=True):
                 pass
     assert refused.value.message == NO_CONTEXT_MESSAGE
+
+
+async def test_audit_records_who_asked_over_mcp() -> None:
+    registry = governed_registry()
+    records: list[Any] = []
+    registry.register_audit_listener(records.append)
+    async with client(served(registry), "acme:alice") as c:
+        await c.call_tool("price", {"product": "tea"})
+        await c.call_tool("delete_all", {})
+    assert [(r.tenant_id, r.principal_id, r.requested_name, r.decision) for r in records] == [
+        ("acme", "alice", "price", "dispatched"), ("acme", "alice", "delete_all", "refused")]
