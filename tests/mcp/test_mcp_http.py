@@ -186,3 +186,20 @@ async def test_over_http_pagination_and_cancellation(mode: str) -> None:
                     await anyio.sleep(0.01)
     assert cursor is None and len(names) == 10 and len(set(names)) == 10
     assert log.outcomes[0].name == "slow" and log.outcomes[0].code == ToolFailureCodes.ABORTED
+
+
+async def test_stateless_http_runs_each_request_in_its_own_scope() -> None:
+    from tether_clr import AgentPipelineScope
+
+    root = AgentPipelineScope()
+    registry = governed_registry()
+    scopes: list[Any] = []
+    registry.register_guard(None, lambda execution: scopes.append(execution.scope))
+    server = served(registry, scope=root)
+    with serving(lambda: server.streamable_http_app(path="/mcp", stateless_http=True)) as url:
+        async with http_client(url, {"x-tenant": "acme", "x-principal": "alice"}, "legacy") as c:
+            first = await c.call_tool("price", {"product": "tea"})
+            second = await c.call_tool("price", {"product": "tea"})
+    assert first.is_error is False and second.is_error is False
+    assert len(scopes) == 2 and scopes[0] is not scopes[1]
+    assert all(scope.parent is root and scope.owner == "alice" for scope in scopes)

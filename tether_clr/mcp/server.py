@@ -222,7 +222,12 @@ class TetherMcpServer:
         if sessions is not None and ctx.session.can_send_request:
             # The SDK hands out one ServerSession per request; its connection is what lasts.
             connection = getattr(ctx.session, "_connection", ctx.session)
-            sessions[id(connection)] = ctx.session
+            key = id(connection)
+            if key not in sessions:
+                exit_stack = getattr(connection, "exit_stack", None)
+                if exit_stack is not None:  # forget the connection when the SDK closes it
+                    exit_stack.callback(sessions.pop, key, None)
+            sessions[key] = ctx.session
         return await call_next(ctx)
 
     def _changed(self, event: Any) -> None:
