@@ -231,10 +231,11 @@ class ToolRegistry:
         sink: ToolCallSink | None,
         cancellation: CancellationToken | None,
         resume: ResumePoint | None = None,
+        approval: ApprovalProvider | None = None,
     ) -> BatchRun:
         return BatchRun(
-            calls, self._own(view), self._listeners.snapshot(), self.approval, max_parallelism, sink, cancellation,
-            resume, self._classifier(),
+            calls, self._own(view), self._listeners.snapshot(), self.approval if approval is None else approval,
+            max_parallelism, sink, cancellation, resume, self._classifier(),
         )
 
     async def execute_batch(
@@ -244,6 +245,8 @@ class ToolRegistry:
         max_parallelism: int = 4,
         sink: ToolCallSink | None = None,
         cancellation: CancellationToken | None = None,
+        *,
+        approval: ApprovalProvider | None = None,
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         """Run one model step's calls against ``view`` (a ``seal()`` view or a :class:`ToolAssembly`).
 
@@ -256,9 +259,12 @@ class ToolRegistry:
         :class:`~tether_clr.errors.SinkError`, after every dispatched body has
         finished.
 
+        ``approval``: the approval provider for this batch only (an MCP server asks the
+        client through elicitation); ``None``, the default, uses :attr:`approval`.
+
         ``ValueError`` before anything runs when ``view`` was not sealed by this registry.
         """
-        return await self._batch(list(calls), view, max_parallelism, sink, cancellation).run()
+        return await self._batch(list(calls), view, max_parallelism, sink, cancellation, None, approval).run()
 
     async def resume(
         self,

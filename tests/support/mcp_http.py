@@ -1,0 +1,38 @@
+"""A streamable HTTP MCP server on 127.0.0.1 for tests: uvicorn in a thread, on a port the OS picks, stopped on exit."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+
+@contextmanager
+def serving(make_app: Callable[[], Any]) -> Iterator[str]:
+    """Serve ``make_app()`` on 127.0.0.1 (its own asyncio loop, in a thread) and yield its ``/mcp`` URL; stops by itself.
+
+    The app is built in that thread (uvicorn's ``factory=True``): the SDK's session manager makes its
+    anyio primitives when built, so building it under the test's trio loop would tie them to trio."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test HTTP server did not start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()

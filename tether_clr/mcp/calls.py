@@ -1,0 +1,95 @@
+"""``tools/call``: one call through ``execute_batch``, and the client's cancellation.
+
+An unknown tool and a tool the caller cannot see get the same JSON-RPC error
+(``-32602``, the same message); every other failure is a result with
+``isError: true`` (:meth:`~tether_clr.ToolExecutionOutcome.to_mcp`).
+
+Cancellation: the SDK answers a client's ``notifications/cancelled`` by
+cancelling the handler. The batch runs shielded from that, with its own
+:class:`~tether_clr.CancellationSource`; a watcher turns the handler's
+cancellation into a cancelled token, so the call ends ABORTED (or
+ABORTED_BEFORE_DISPATCH) and the sink, listeners and audit record it as
+usual before the handler gives up.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import anyio
+
+from tether_clr.catalog.views import ToolAssembly
+from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
+from tether_clr.foundations.cancellation import CancellationSource
+from tether_clr.foundations.json_values import canonical_json
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.suspension import BatchSuspended
+from tether_clr.registry import ToolRegistry
+
+__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_callable_name", "run_call"]
+
+UNKNOWN_TOOL_MESSAGE = "Unknown tool"
+"""The message of the -32602 error, the same for a tool that exists nowhere and one the caller cannot see."""
+
+CLIENT_CANCELLED = "cancelled by the client (notifications/cancelled)"
+
+
+def is_callable_name(assembly: ToolAssembly, name: str) -> bool:
+    """Whether ``name`` resolves in the caller's assembly (a name or an alias it binds)."""
+    return assembly.resolve(name) is not None
+
+
+def _arguments_text(arguments: dict[str, Any] | None) -> str:
+    if arguments is None:
+        return "{}"
+    try:
+        return canonical_json(arguments)
+    except (TypeError, ValueError):
+        # Text JSON cannot hold exactly: passed on as text the pipeline refuses (INVALID_ARGS).
+        return json.dumps(arguments, ensure_ascii=True, allow_nan=True, default=str)
+
+
+async def run_call(
+    registry: ToolRegistry,
+    assembly: ToolAssembly,
+    name: str,
+    arguments: dict[str, Any] | None,
+    scope: AgentPipelineScope | None,
+    sink: ToolCallSink | None,
+    approval: ApprovalProvider | None = None,
+) -> ToolExecutionOutcome:
+    """Run one call through ``execute_batch``; a cancellation of the caller cancels the call's token.
+
+    The outcome is returned, or, when the caller was cancelled, recorded and the
+    cancellation re-raised. ``approval``: this call's approval provider (``None``: the registry's).
+    """
+    call = ToolCall(f"mcp-{uuid.uuid4().hex}", name, _arguments_text(arguments), scope)
+    source = CancellationSource()
+    results: list[list[ToolExecutionOutcome] | BatchSuspended] = []
+    finished = anyio.Event()
+
+    async def batch() -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                results.append(await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval))
+            finally:
+                finished.set()
+
+    async def watch() -> None:
+        try:
+            await finished.wait()
+        except anyio.get_cancelled_exc_class():
+            source.cancel(CLIENT_CANCELLED)
+            raise
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(batch)
+        group.start_soon(watch)
+    result = results[0]
+    if isinstance(result, BatchSuspended):
+        # No MCP sink can hold a parked call for later: a DEFERRED approval is an unavailable one.
+        raise RuntimeError("the call was parked (BatchSuspended); an MCP server cannot resume it")
+    return result[0]

@@ -1,0 +1,287 @@
+"""The MCP server for a governed catalog, on the ``mcp`` SDK's low-level ``Server``.
+
+:func:`create_server` builds a :class:`TetherMcpServer`: ``tools/list`` and
+``tools/call`` for whoever ``context_for`` says is asking, each request
+assembled afresh from the registry, each call through ``execute_batch``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.lowlevel import EventLoopToken, current_token
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    Tool,
+)
+from starlette.applications import Starlette
+
+from tether_clr.catalog.views import ToolAssembly
+from tether_clr.execution.ports import ToolCallSink
+from tether_clr.mcp.approval import approval_for
+from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_callable_name, run_call
+from tether_clr.mcp.listing import InvalidCursorError, list_page
+from tether_clr.mcp.request import (
+    ContextFor,
+    connection_scope,
+    describe_request,
+    loaded_names,
+    remember_loaded,
+    resolve_context,
+    stdio_transport,
+)
+from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.registry import ToolRegistry
+
+__all__ = ["NO_CONTEXT_MESSAGE", "TetherMcpServer", "create_server"]
+
+logger = logging.getLogger(__name__)
+
+NO_CONTEXT_MESSAGE = "Unauthorized: no request context for this request"
+"""The error a request with no context gets: nothing is listed and nothing runs."""
+
+_SESSIONS = "tether.sessions"
+_LISTEN = "tether.listen"
+_BUS = "tether.bus"
+
+
+class _SdkServer(Server[dict[str, Any]]):
+    """The SDK's ``Server``, declaring ``tools.listChanged`` however its runners build the options.
+
+    The SDK's own helpers (the in-memory transport, the streamable HTTP manager)
+    call ``create_initialization_options()`` with no notification options.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        options.tools_changed = True
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+
+class TetherMcpServer:
+    """A governed catalog served over MCP; build it with :func:`create_server`.
+
+    ``sdk_server`` is the SDK's low-level ``Server``; :meth:`run_stdio` serves
+    the process's stdin and stdout; :meth:`streamable_http_app` gives a Starlette
+    app for streamable HTTP. An in-process ``mcp.Client(server.sdk_server)``
+    talks to it in memory.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        context_for: ContextFor,
+        scope: AgentPipelineScope | None = None,
+        page_size: int = 50,
+        sink: ToolCallSink | None = None,
+        elicit_approval: bool = True,
+        name: str = "tether-clr",
+        version: str = "",
+    ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise TypeError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
+        if not callable(context_for):
+            raise TypeError("context_for must be callable: context_for(request) -> RequestContext | None")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be a positive int, got {page_size!r}")
+        self.registry = registry
+        self.context_for = context_for
+        self.scope = scope
+        self.page_size = page_size
+        self.sink = sink
+        self.elicit_approval = elicit_approval
+        # Each run's change stream, with the thread and event loop that read it.
+        self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
+        self.sdk_server: Server[dict[str, Any]] = _SdkServer(
+            name,
+            version=version,
+            lifespan=self._lifespan,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
+        )
+        self.sdk_server.middleware.append(self._track_sessions)
+        self._change_registration = registry.on_change(self._changed)
+
+    # ---------------------------------------------------------------- transports
+    async def run_stdio(self) -> None:
+        """Serve MCP over this process's stdin and stdout until the client closes them."""
+        token = stdio_transport.set(True)
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await self.sdk_server.run(read_stream, write_stream, self.sdk_server.create_initialization_options())
+        finally:
+            stdio_transport.reset(token)
+
+    def streamable_http_app(self, path: str = "/mcp", **options: Any) -> Starlette:
+        """A Starlette app serving streamable HTTP at ``path``; ``options`` go to the SDK's
+        ``Server.streamable_http_app`` (``stateless_http``, ``json_response``, ``token_verifier``, ``auth``, ``host``...)."""
+        return self.sdk_server.streamable_http_app(streamable_http_path=path, **options)
+
+    # ---------------------------------------------------------------- identity
+    async def _assembly(self, ctx: Any) -> tuple[ToolAssembly, AgentPipelineScope]:
+        """The caller's fresh assembly and scope; ``MCPError`` when there is no context."""
+        request = describe_request(ctx)
+        context = await resolve_context(self.context_for, request)
+        scope = None if context is None else connection_scope(ctx, self.scope, context, request.session_id)
+        if context is None or scope is None:
+            raise MCPError(code=INVALID_PARAMS, message=NO_CONTEXT_MESSAGE)
+        assembly = self.registry.assemble(context, scope)
+        loaded = loaded_names(ctx, context)
+        if loaded:
+            # what this session's searches loaded, among what this fresh assembly still defers
+            still = loaded & {tool.name for tool in assembly.deferred}
+            if still:
+                assembly = assembly.with_loaded(sorted(still))
+        return assembly, scope
+
+    # ---------------------------------------------------------------- handlers
+    async def _list_tools(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        assembly, _ = await self._assembly(ctx)
+        try:
+            tools, next_cursor = list_page(assembly, None if params is None else params.cursor, self.page_size)
+        except InvalidCursorError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        return ListToolsResult(tools=[Tool.model_validate(tool) for tool in tools], next_cursor=next_cursor)
+
+    async def _call_tool(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        assembly, scope = await self._assembly(ctx)
+        if not is_callable_name(assembly, params.name):
+            raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
+        approval = approval_for(ctx) if self.elicit_approval else None
+        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self.sink, approval)
+        if assembly.search_tool_name is not None and outcome.failure is None:
+            await self._remember_search(ctx, assembly, outcome)
+        return CallToolResult.model_validate(outcome.to_mcp())
+
+    async def _remember_search(self, ctx: Any, assembly: ToolAssembly, outcome: Any) -> None:
+        """After a successful tool search, keep its matches loaded for this session, and tell the client its list changed."""
+        loaded = assembly.with_loaded_from([outcome]).loaded
+        if loaded == assembly.loaded:
+            return
+        if remember_loaded(ctx, assembly.context, loaded) and ctx.session.can_send_request:
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception:
+                logger.debug("could not send tools/list_changed after a search", exc_info=True)
+
+    async def _listen(self, ctx: Any, params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): refused with no context, then the SDK's ``ListenHandler``."""
+        await self._assembly(ctx)
+        listen: ListenHandler = ctx.lifespan_context[_LISTEN]
+        return await listen(ctx, params)
+
+    # ---------------------------------------------------------------- listChanged
+    @asynccontextmanager
+    async def _lifespan(self, _server: Server[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        """One per run of the SDK server (a stdio run, an HTTP app, an in-process client): the handshake-era
+        connections to tell, the 2026-07-28 listen streams' bus, and the task that tells both."""
+        sessions: dict[int, Any] = {}
+        bus = InMemorySubscriptionBus()
+        listen = ListenHandler(bus)
+        send, receive = anyio.create_memory_object_stream[int](16)
+        self._notifiers[send] = (threading.get_ident(), current_token())
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._notify_changes, receive, sessions, bus)
+                try:
+                    yield {_SESSIONS: sessions, _LISTEN: listen, _BUS: bus}
+                finally:
+                    listen.close()
+                    group.cancel_scope.cancel()
+        finally:
+            self._notifiers.pop(send, None)
+            send.close()
+
+    async def _track_sessions(self, ctx: Any, call_next: Any) -> Any:
+        """Server middleware: remember each handshake-era connection, to tell it when the tools change."""
+        sessions = ctx.lifespan_context.get(_SESSIONS) if isinstance(ctx.lifespan_context, Mapping) else None
+        if sessions is not None and ctx.session.can_send_request:
+            # The SDK hands out one ServerSession per request; its connection is what lasts.
+            connection = getattr(ctx.session, "_connection", ctx.session)
+            key = id(connection)
+            if key not in sessions:
+                exit_stack = getattr(connection, "exit_stack", None)
+                if exit_stack is not None:  # forget the connection when the SDK closes it
+                    exit_stack.callback(sessions.pop, key, None)
+            sessions[key] = ctx.session
+        return await call_next(ctx)
+
+    def _changed(self, event: Any) -> None:
+        """``registry.on_change``: poke each run's notifier, on its own event loop (a change may be made
+        from another thread or loop, e.g. a host thread while uvicorn serves HTTP in its own)."""
+        for send, (thread, token) in list(self._notifiers.items()):
+            try:
+                if threading.get_ident() == thread:
+                    send.send_nowait(event.revision)
+                else:
+                    anyio.from_thread.run_sync(send.send_nowait, event.revision, token=token)
+            except anyio.WouldBlock:
+                pass  # a notification is already pending: one list_changed covers both
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._notifiers.pop(send, None)
+            except RuntimeError:
+                logger.debug("an MCP server's event loop is gone; not telling it about the change", exc_info=True)
+
+    async def _notify_changes(
+        self, receive: MemoryObjectReceiveStream[int], sessions: dict[int, Any], bus: InMemorySubscriptionBus
+    ) -> None:
+        async with receive:
+            async for _revision in receive:
+                await bus.publish(ToolsListChanged())
+                for key, session in list(sessions.items()):
+                    try:
+                        await session.send_tool_list_changed()
+                    except Exception:
+                        logger.debug("dropping a closed MCP connection from list_changed", exc_info=True)
+                        sessions.pop(key, None)
+
+    def close(self) -> None:
+        """Stop listening to the registry's changes."""
+        self._change_registration.dispose()
+
+
+def create_server(
+    registry: ToolRegistry,
+    *,
+    context_for: ContextFor,
+    scope: AgentPipelineScope | None = None,
+    page_size: int = 50,
+    sink: ToolCallSink | None = None,
+    elicit_approval: bool = True,
+) -> TetherMcpServer:
+    """An MCP server for ``registry``'s governed catalog (needs ``tether_clr[mcp]``).
+
+    ``context_for(request)`` (sync or async) turns an :class:`~tether_clr.mcp.McpRequest`
+    into a :class:`~tether_clr.RequestContext`, or ``None`` to refuse it. ``scope``:
+    each session (each request in the stateless era) runs in a child of it, owned
+    by the principal. ``page_size``: tools per ``tools/list`` page. ``sink``:
+    where every call is recorded. ``elicit_approval``: ask a client that declared
+    elicitation (handshake era) to approve, instead of the registry's approval provider.
+    """
+    return TetherMcpServer(
+        registry, context_for=context_for, scope=scope, page_size=page_size, sink=sink, elicit_approval=elicit_approval
+    )
