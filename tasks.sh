@@ -6,7 +6,8 @@
 #                      the whole test suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up its own virtualenv, .venv-bench (the bench extra: the peers, and psycopg), then run
-#                      the benchmarks and rewrite the tables in docs/benchmarks.md
+#                      the benchmarks and rewrite the tables in docs/benchmarks.md; the MCP server's
+#                      (benchmarks/mcp_server.py, needs mcp 2.x) runs last in .venv, its test extra ensured first
 #   ./tasks.sh setup [EXTRAS]  only set up .venv (EXTRAS: the package extras, default test; e.g. test,postgres)
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
@@ -195,6 +196,9 @@ case "$cmd" in
          "$PY" benchmarks/catalog.py --write-docs "$@"
          if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-docs "$@"; fi
          "$PY" benchmarks/stores.py --write-docs
-         "$PY" benchmarks/peers.py --write-docs ;;
-  *) sed -n '2,19p' "$0"; exit 2 ;;
+         "$PY" benchmarks/peers.py --write-docs
+         # tether_clr.mcp needs mcp 2.x, which .venv-bench's peers cannot share: back to the test virtualenv
+         VENV="${TETHER_VENV:-$ROOT/.venv}"; PY="$VENV/bin/python"; ensure_venv test
+         "$PY" benchmarks/mcp_server.py --write-docs ;;
+  *) sed -n '2,20p' "$0"; exit 2 ;;
 esac

@@ -23,6 +23,16 @@ def test_peers_benchmark_tether_rows_run_and_report_the_targets() -> None:
         assert row in done.stdout
 
 
+def test_mcp_server_benchmark_runs_both_servers_over_loopback_http_and_reports_the_goal() -> None:
+    pytest.importorskip("tether_clr.mcp", reason="the MCP server needs the mcp extra (mcp 2.x)")
+    command = [sys.executable, str(ROOT / "benchmarks" / "mcp_server.py"), "--quick", "--calls", "10", "--warmup", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    for row in ("| FastMCP (`MCPServer`) |", "| tether_clr, governance on |", "127.0.0.1",
+                "sequential latency, median: tether_clr / FastMCP", "throughput, 8 concurrent calls", "Goal met:"):
+        assert row in done.stdout, row
+
+
 def test_catalog_benchmark_builds_its_catalog_and_measures_re_authorization() -> None:
     import anyio
 
