@@ -1,4 +1,5 @@
-"""``tether-clr``, the command line: run a scripted model's tool steps, read, check and repair the session log.
+"""``tether-clr``, the command line: run a scripted model's tool steps, read, check and repair the session log,
+serve the same tools over MCP (``mcp serve``, on :mod:`tether_clr.mcp`).
 
 Floor 6 (an adapter): it drives the public API (the registry, the pipeline, the
 session stores, the .NET host) and nothing below imports it. Built with click;

@@ -1,4 +1,5 @@
-"""The ``tether-clr`` command line (click): ``run``, ``approve``, ``log show``, ``log verify``, ``log repair``.
+"""The ``tether-clr`` command line (click): ``run``, ``approve``, ``log show``, ``log verify``, ``log repair``,
+``mcp serve``.
 
 Exit codes of ``run`` and ``approve``: 0 when the script ran to its end,
 whatever the tools' outcomes (a failed call is an outcome, recorded and shown);
@@ -16,10 +17,12 @@ import getpass
 import os
 import re
 import shlex
+import signal
+import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -28,7 +31,7 @@ import click
 from rich.console import Console
 
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
-from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools
+from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
@@ -355,6 +358,156 @@ def log_repair(session_id: str, db: str) -> None:
     with _store(db) as store:
         appended = _run_async(store.repair, session_id)
     click.echo(f"session {session_id}: {appended} event(s) appended" + ("" if appended else " (nothing was open)"))
+
+
+@cli.group()
+def mcp() -> None:
+    """Serve tools over the Model Context Protocol (needs tether_clr[mcp])."""
+
+
+@mcp.command("serve")
+@click.option("--tools", "tool_specs", multiple=True, metavar="package.module:attr",
+              help="Python tools: a list of tools or callables, a tool, or a function taking the registry (repeatable).")
+@click.option("--assembly", "assemblies", multiple=True, metavar="Tools.dll",
+              help="a .NET assembly whose functions become tools; its folder resolves its dependencies (repeatable).")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (for a client that launches this process) or streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="http: the address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="http: the port to listen on (0: one the system picks; the URL is printed on stderr).")
+@click.option("--path", "http_path", default="/mcp", show_default=True, help="http: the endpoint's path.")
+@click.option("--tenant", default=None, help="a fixed identity: the tenant of every request (with --principal).")
+@click.option("--principal", default=None, help="a fixed identity: the principal of every request (with --tenant).")
+@click.option("--scope", "scopes", multiple=True, help="a fixed identity: a scope the principal holds (repeatable).")
+@click.option("--context", "context_spec", default=None, metavar="package.module:attr",
+              help="instead of a fixed identity: context_for(request) -> RequestContext | None (sync or async).")
+@click.option("--db", default=None, help=_DB_HELP + "; records every call (each call a turn of one session).")
+@click.option("--session", "session_id", default=None, help="--db: the session calls are recorded in (default: a new one).")
+def mcp_serve(
+    tool_specs: tuple[str, ...],
+    assemblies: tuple[str, ...],
+    transport: str,
+    host: str,
+    port: int,
+    http_path: str,
+    tenant: str | None,
+    principal: str | None,
+    scopes: tuple[str, ...],
+    context_spec: str | None,
+    db: str | None,
+    session_id: str | None,
+) -> None:
+    """Serve the Python and .NET tools named over MCP, each request through the governed pipeline.
+
+    Who is asking comes from the host, never from a client's arguments: a fixed
+    identity (--tenant, --principal, --scope) for every request, or --context
+    naming a context_for callable given each McpRequest. Messages go to stderr
+    (stdout is the stdio transport's). Stops when the client closes stdin
+    (stdio), or on SIGINT/SIGTERM. Exit 0 when stopped, 1 on an infrastructure
+    fault, 2 on bad usage.
+    """
+    context_for = _identity(tenant, principal, scopes, context_spec)
+    if not http_path.startswith("/"):
+        raise click.UsageError(f"--path must start with '/', got {http_path!r}")
+    try:
+        from tether_clr.cli.serve import SessionCallSink
+        from tether_clr.mcp import create_server
+    except ImportError as exc:
+        _fault(f"the MCP server needs the mcp extra (pip install 'tether_clr[mcp]'): {describe_exception(exc)}")
+    registry, names = _registry(tool_specs, assemblies)
+    err = _console(stderr=True)
+    with ExitStack() as stack:
+        sink = None
+        if db is not None:
+            store = stack.enter_context(_store(db))
+            session = session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+            sink = SessionCallSink(store, session)
+            err.print(f"recording every call in session {session} of {db}", markup=False)
+        elif session_id is not None:
+            raise click.UsageError("--session needs --db")
+        server = create_server(registry, context_for=context_for, sink=sink)
+        stack.callback(server.close)
+        tools = ", ".join(sorted(set(names))) or "none"
+        if transport == "stdio":
+            err.print(f"serving MCP over stdio; tools: {tools}", markup=False)
+            _serve_stdio(server.run_stdio)
+        else:
+            _serve_http(lambda: server.streamable_http_app(path=http_path), host, port, http_path, tools, err)
+
+
+def _identity(
+    tenant: str | None, principal: str | None, scopes: tuple[str, ...], context_spec: str | None
+) -> Callable[..., Any]:
+    """The server's context_for: the fixed identity, or the callable --context names; bad usage otherwise."""
+    fixed = tenant is not None or principal is not None or bool(scopes)
+    if context_spec is not None:
+        if fixed:
+            raise click.UsageError("give either --context or a fixed identity (--tenant, --principal, --scope), not both")
+        try:
+            found = resolve_attribute(context_spec, "--context")
+        except ToolSpecError as exc:
+            raise click.UsageError(str(exc)) from exc
+        if not callable(found):
+            raise click.UsageError(f"--context {context_spec!r} is a {type(found).__name__}, not a callable")
+        return found  # type: ignore[no-any-return]
+    if tenant is None or principal is None:
+        raise click.UsageError(
+            "say who is asking: --tenant and --principal (a fixed identity for every request), "
+            "or --context package.module:attr (a context_for callable)"
+        )
+    from tether_clr.cli.serve import fixed_context
+
+    try:
+        return fixed_context(RequestContext(tenant, principal, frozenset(scopes)))
+    except (TypeError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _serve_stdio(run_stdio: Callable[[], Any]) -> None:
+    """Serve until the client closes stdin; SIGINT and SIGTERM stop it quietly (exit 0)."""
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        _run_async(run_stdio)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve_http(make_app: Callable[[], Any], host: str, port: int, path: str, tools: str, err: Console) -> None:
+    """Serve streamable HTTP with uvicorn on a socket bound here (so port 0 works and the URL printed is
+    the real one); uvicorn stops cleanly on SIGINT and SIGTERM."""
+    import uvicorn
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        _fault(f"cannot listen on {host}:{port}: {describe_exception(exc)}")
+    with sock:
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        err.print(f"serving MCP at http://{shown}:{bound}{path}; tools: {tools}", markup=False)
+        # The app is built on uvicorn's loop (factory=True): the SDK makes its anyio primitives when built.
+        config = uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on")
+        # uvicorn shuts down on SIGINT/SIGTERM, then raises the signal again for the handlers it
+        # found: these make that a quiet exit 0 rather than a death by signal.
+        previous = {number: signal.signal(number, _stopped) for number in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        except Exception as exc:
+            _fault(describe_exception(exc))
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+def _stopped(_signum: int, _frame: Any) -> None:
+    """A stop signal, once the server has shut down: nothing left to do."""
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from tether_clr.registry import ToolRegistry
 from tether_clr.tools.python_function import PythonFunction
 
-__all__ = ["ToolSpecError", "load_assembly_tools", "load_python_tools"]
+__all__ = ["ToolSpecError", "load_assembly_tools", "load_python_tools", "resolve_attribute"]
 
 
 class ToolSpecError(ValueError):
@@ -40,22 +40,24 @@ def _is_tool(value: Any) -> bool:
     return all(hasattr(value, name) for name in ("name", "description", "json_schema", "invoke"))
 
 
-def _resolve(spec: str) -> Any:
+def resolve_attribute(spec: str, option: str = "--tools") -> Any:
+    """The attribute ``package.module:attr`` names (the current directory importable); :class:`ToolSpecError`
+    (naming ``option``) when the module cannot be imported or has no such attribute."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise ToolSpecError(f"--tools wants package.module:attr, got {spec!r}")
+        raise ToolSpecError(f"{option} wants package.module:attr, got {spec!r}")
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
     try:
         value: Any = importlib.import_module(module_name)
     except Exception as exc:  # any failure to import is a wrong --tools value
-        raise ToolSpecError(f"cannot import {module_name!r} for --tools {spec!r}: {type(exc).__name__}: {exc}") from exc
+        raise ToolSpecError(f"cannot import {module_name!r} for {option} {spec!r}: {type(exc).__name__}: {exc}") from exc
     for part in attribute.split("."):
         try:
             value = getattr(value, part)
         except AttributeError as exc:
-            raise ToolSpecError(f"--tools {spec!r}: {module_name} has no attribute {attribute!r}") from exc
+            raise ToolSpecError(f"{option} {spec!r}: {module_name} has no attribute {attribute!r}") from exc
     return value
 
 
@@ -76,7 +78,7 @@ def load_python_tools(registry: ToolRegistry, spec: str) -> list[str]:
     :class:`ToolSpecError` when the module or attribute is missing, an item is
     neither a tool nor a callable, or the registry refuses a tool.
     """
-    value = _resolve(spec)
+    value = resolve_attribute(spec)
     try:
         if isinstance(value, list | tuple):
             return [name for item in value for name in _register_one(registry, item, spec)]
