@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib import metadata
 import platform
 import re
 import sys
@@ -97,6 +98,17 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 def machine_line() -> str:
     return f"Python {platform.python_version()} on {platform.machine()}, {platform.system()} ({sys.implementation.name})"
+
+
+def versions(names: tuple[str, ...]) -> str:
+    """``name version, ...`` of the installed distributions among ``names`` (the ones missing are left out)."""
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return ", ".join(found)
 
 
 def write_docs_section(name: str, body: str, page: Path | None = None) -> None:

@@ -30,14 +30,11 @@ import argparse
 import datetime
 import logging
 import os
-import socket
 import statistics
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
-from importlib import metadata
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +44,8 @@ sys.path.insert(0, str(HERE))
 
 import anyio  # noqa: E402
 
-from _report import add_write_docs_flag, machine_line, table, write_docs_section  # noqa: E402
+from tests.support.mcp_http import serving  # noqa: E402  (the same uvicorn-in-a-thread server the tests use)
+from _report import add_write_docs_flag, machine_line, table, versions, write_docs_section  # noqa: E402
 
 SECTION = "mcp"
 HEADERS = {"x-tenant": "acme", "x-principal": "alice"}
@@ -89,31 +87,6 @@ def fastmcp_app() -> Any:
 
 
 SERVERS: list[tuple[str, Callable[[], Any]]] = [("FastMCP (`MCPServer`)", fastmcp_app), ("tether_clr, governance on", tether_app)]
-
-
-@contextmanager
-def serving(make_app: Callable[[], Any]) -> Iterator[str]:
-    """Serve ``make_app()`` with uvicorn on 127.0.0.1, in a thread with its own loop; yield its URL; stop on exit."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app, factory=True, log_level="warning", access_log=False, lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the benchmark's HTTP server did not start")
-            time.sleep(0.01)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
 
 
 async def connect(stack: AsyncExitStack, url: str) -> Any:
@@ -161,14 +134,8 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
-def versions() -> str:
-    found = []
-    for name in ("mcp", "uvicorn", "starlette", "httpx2", "anyio", "pydantic"):
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            pass
-    return ", ".join(found)
+VERSIONED = ("mcp", "uvicorn", "starlette", "httpx2", "anyio", "pydantic")
+"""The distributions whose versions the report names."""
 
 
 def load() -> str:
@@ -213,7 +180,7 @@ async def measure(args: argparse.Namespace) -> str:
               f"in `.venv`) on {today}: asyncio; {machine_line()}; {os.cpu_count()} cores, load average {load_before} "
               f"at the start, {load()} at the end; streamable HTTP on 127.0.0.1, handshake era, one session per server; "
               f"{args.rounds} round{'s' if args.rounds != 1 else ''} alternating the servers, each {args.calls} sequential calls then {args.calls} calls "
-              f"with {args.concurrency} in flight, after {args.warmup} warm-up calls. Versions: {versions()}.")
+              f"with {args.concurrency} in flight, after {args.warmup} warm-up calls. Versions: {versions(VERSIONED)}.")
     return "\n\n".join([
         header,
         table(["server", "median µs per call", "p95 µs per call", f"calls/s, {args.concurrency} concurrent (median of rounds)"], rows),

@@ -38,7 +38,6 @@ import statistics
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from _report import Timer, add_write_docs_flag, machine_line, table, write_docs_section  # noqa: E402
+from _report import Timer, add_write_docs_flag, machine_line, table, versions, write_docs_section  # noqa: E402
 
 from tether_clr import (  # noqa: E402
     CancellationToken,
@@ -401,14 +400,8 @@ def target_rows(suite: Suite, runtime: str | None) -> list[list[str]]:
     return rows
 
 
-def versions() -> str:
-    found = []
-    for name in PEER_PACKAGES + ("pydantic", "anyio", "jsonschema", "pythonnet"):
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            pass
-    return ", ".join(found)
+VERSIONED = PEER_PACKAGES + ("pydantic", "anyio", "jsonschema", "pythonnet")
+"""The distributions whose versions the report names."""
 
 
 def cpu() -> str:
@@ -455,7 +448,7 @@ def render(suite: Suite, runtime: str | None, memory: list[tuple[int, float]], a
         f"Measured with `./tasks.sh bench` (`benchmarks/peers.py --write-docs`) on {datetime.date.today().isoformat()}: "
         f"asyncio; {machine_line()}; {cpu()}; best of {args.rounds} rounds of at least {args.min_round:g} s "
         f"(wall clock and process CPU time each), median of {args.runs} runs; a plain Python loop ran at "
-        f"{python_speed_ns():.0f} ns per iteration. Versions: {versions()}.",
+        f"{python_speed_ns():.0f} ns per iteration. Versions: {versions(VERSIONED)}.",
         "",
         main,
     ]

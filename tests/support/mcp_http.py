@@ -1,4 +1,4 @@
-"""A streamable HTTP MCP server on 127.0.0.1 for tests: uvicorn in a thread, on a port the OS picks, stopped on exit."""
+"""A streamable HTTP MCP server on 127.0.0.1 for the tests and benchmarks/mcp_server.py: uvicorn in a thread, on a port the OS picks, stopped on exit."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ def serving(make_app: Callable[[], Any]) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(make_app, factory=True, log_level="warning", access_log=False, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 30
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test HTTP server did not start")
+                raise RuntimeError("the HTTP server did not start")
             time.sleep(0.01)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
