@@ -31,6 +31,8 @@ from tether_clr import (
 )
 
 from tests.support import Approver, call, codes
+from tests.support.durable_approvals import suspend
+from tests.support.durable_approvals import tools as parking_tools
 from tests.support.session_stores import new_session, open_store
 
 pytestmark = pytest.mark.anyio
@@ -231,6 +233,18 @@ async def test_a_store_that_cannot_look_grants_up_fails_the_batch_closed(store: 
     with pytest.raises(SinkError, match="disk gone"):
         await registry.execute_batch([call("c0", "delete", {"path": "/a"})], assembly, sink=store.sink(session, turn, 1))
     assert bodies == [] and asked(registry) == 0
+
+
+@pytest.mark.parametrize("decision", [ApprovalResult.APPROVED_ALWAYS, ApprovalResult.REJECTED_ALWAYS])
+async def test_resume_refuses_an_always_decision_writing_nothing(store: SqlSessionStore, decision: ApprovalResult) -> None:
+    bodies: list[str] = []
+    registry, session = parking_tools(bodies), new_session()
+    await suspend(store, registry, session)
+    before = await store.events(session)
+    with pytest.raises(ValueError, match="not remembered as a grant"):
+        await registry.resume(store, session, {"call_1": decision})
+    assert await store.events(session) == before and bodies == ["echo a"]
+    assert await store.grants(session_id=session, include_revoked=True) == []
 
 
 # ------------------------------------------------------------------ log_violations on the new events
