@@ -105,9 +105,9 @@ def test_the_readme_stays_short() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
 
 
-def _blocks(section: str, language: str) -> list[str]:
-    """The ``language`` code blocks under the README heading ``## section``."""
-    text = README.read_text(encoding="utf-8")
+def _blocks(section: str, language: str, page: Path = README) -> list[str]:
+    """The ``language`` code blocks under the heading ``## section`` of ``page`` (the README by default)."""
+    text = page.read_text(encoding="utf-8")
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end != -1 else len(text)]
@@ -140,3 +140,12 @@ def test_the_csharp_example_runs_as_written(tmp_path: Path, clr_tools: dict[str,
     lines = done.stdout.splitlines()
     assert lines[0].startswith("c1 None ") and '"result":12' in lines[0]
     assert lines[1].startswith("c2 INVALID_ARGS ") and "sku" in lines[1]
+
+
+def test_the_remembered_grants_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Remembered grants", "python", DOCS / "session-log.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "s-1 None asked 1", "s-2 None asked 1", "revoked delete 1 principal True", "s-3 None asked 2",
+    ]

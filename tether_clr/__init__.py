@@ -79,6 +79,7 @@ from tether_clr.recording.session.events import (
     SessionEvent,
     SessionLeasedError,
 )
+from tether_clr.recording.session.grants import GrantRecord
 from tether_clr.recording.session.postgres import PostgresSessionStore
 from tether_clr.recording.session.protocol import SessionClaim, SessionStore
 from tether_clr.recording.session.sink import SessionSink
@@ -99,6 +100,7 @@ from tether_clr.records.decisions import (
     ToolPreDecision,
 )
 from tether_clr.records.declaration import ToolSchemaSnapshot
+from tether_clr.records.grants import ApprovalGrant, GrantKey, GrantScope
 from tether_clr.records.outcomes import (
     FunctionResultContent,
     ToolCall,
@@ -122,6 +124,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentPipelineScope",
+    "ApprovalGrant",
     "ApprovalProvider",
     "ApprovalResult",
     "ArgumentLimits",
@@ -143,6 +146,9 @@ __all__ = [
     "EVENT_KINDS",
     "ForwardingSink",
     "FunctionResultContent",
+    "GrantKey",
+    "GrantRecord",
+    "GrantScope",
     "IDENTITY_PARAMETERS",
     "ImagePart",
     "InMemoryToolLog",

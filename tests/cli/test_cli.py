@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether_clr import ApprovalResult, SqliteSessionStore, ToolCall
+from tether_clr import ApprovalGrant, ApprovalResult, GrantScope, SqliteSessionStore, ToolCall
 from tether_clr.cli import cli, parse_script
 from tether_clr.cli.approval import TerminalApprover
 from tether_clr.cli.script import ScriptError
@@ -336,6 +336,64 @@ async def test_approve_prompt_on_a_terminal_asks_with_the_call_and_its_arguments
     result = await approver.request(Execution(), "it deletes")  # type: ignore[arg-type]
     assert result is (ApprovalResult.APPROVED if answer else ApprovalResult.REJECTED)
     assert asked == ['Approve call c9: delete({"path": "/x"}) — it deletes?']
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("key", "expected"), [
+    ("y", ApprovalResult.APPROVED), ("n", ApprovalResult.REJECTED),
+    ("a", ApprovalGrant.approve(GrantScope.SESSION)), ("p", ApprovalGrant.approve(GrantScope.PRINCIPAL)),
+    ("?", ApprovalResult.REJECTED),
+])
+async def test_approve_prompt_offers_always_in_this_session_or_for_the_principal(key: str, expected: Any) -> None:
+    from rich.console import Console
+
+    approver = TerminalApprover(Console(file=io.StringIO()), interactive=True, choose=lambda question: key)
+
+    class Execution:
+        call_id, name, arguments_json = "c9", "delete", '{"path":"/x"}'
+
+    assert await approver.request(Execution(), None) == expected  # type: ignore[arg-type]
+
+
+def test_the_terminal_question_lists_the_always_answers_and_defaults_to_no() -> None:
+    from tether_clr.cli.approval import choose_in_terminal
+
+    with CliRunner().isolation(input="a\n") as streams:
+        assert choose_in_terminal("Approve call c1: delete?") == "a"
+    shown = streams[0].getvalue().decode()
+    assert "a = always in this session" in shown and "p = always for you" in shown and "(y, n, a, p) [n]" in shown
+    with CliRunner().isolation(input="\n"):
+        assert choose_in_terminal("Approve?") == "n"
+
+
+def test_approve_prompt_always_remembers_the_answer_for_the_rest_of_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tether_clr.cli.app as app
+
+    questions: list[str] = []
+
+    def choose(question: str) -> str:
+        questions.append(question)
+        return "a"
+
+    monkeypatch.setattr(app, "approver_for", lambda mode, console, interactive: TerminalApprover(console, interactive=True, choose=choose))
+    module = tool_module(tmp_path, monkeypatch, APPROVAL_TOOLS)
+    delete = {"kind": "tool", "callId": "c1", "name": "delete"}
+    script = write_script(tmp_path, [{**delete, "arguments": '{"path": "/a"}'}, {"kind": "text", "text": "one"},
+                                     {**delete, "arguments": '{"path": "/b"}'}, {"kind": "text", "text": "two"}])
+    db = tmp_path / "s.sqlite"
+    result = invoke("run", script, "--tools", f"{module}:register", "--db", str(db), "--session", "g", "--approve", "prompt")
+    assert result.exit_code == 0, result.output
+    assert sys.modules[module].RAN == ["/a", "/b"] and len(questions) == 1
+    with SqliteSessionStore(db) as store:
+        events = anyio.run(store.events, "g")
+    grant = next(e.payload for e in events if e.kind == "approval/grant")
+    assert (grant["tool"], grant["scope"], grant["decision"]) == ("delete", "session", "approved")
+    assert [e.payload.get("grant") for e in events if e.kind == "approval/decided"] == [None, grant["grant_id"]]
+    shown = invoke("log", "show", "g", "--db", str(db))
+    assert f"by grant {grant['grant_id']}" in shown.output and "always (session)" in shown.output
+    assert invoke("log", "verify", "--db", str(db)).exit_code == 0
 
 
 # ------------------------------------------------------------------ log show / verify / repair

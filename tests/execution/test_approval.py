@@ -20,7 +20,12 @@ from hypothesis import strategies as st
 from tests.support import Approver, BlockingApprover, call, codes, run_batch, session_scope
 from tether_clr import (
     AgentPipelineScope,
+    ApprovalGrant,
     ApprovalResult,
+    GrantScope,
+    InMemoryToolLog,
+    RequestContext,
+    SqliteSessionStore,
     CancellationSource,
     PythonFunction,
     ToolExecution,
@@ -264,3 +269,39 @@ def test_any_predicate_answer_but_exact_false_requires_approval(answer: Any) -> 
     else:
         assert outcome.failure.code is ToolFailureCodes.DENIED and ran == []
         assert len(approver.requests) == 1
+
+
+@pytest.mark.parametrize(("answer", "code"), [
+    (ApprovalResult.APPROVED_ALWAYS, None), (ApprovalResult.REJECTED_ALWAYS, "DENIED"),
+    (ApprovalGrant.approve(GrantScope.PRINCIPAL), None), (ApprovalGrant.reject(GrantScope.SESSION), "DENIED"),
+])
+async def test_an_always_answer_without_a_session_store_decides_each_call_as_its_plain_answer(
+    gated: Gated, answer: Any, code: str | None
+) -> None:
+    approver = Approver(answer)
+    registry = _registry(gated, approver)
+    before = gated.runs()
+    for sink in (None, InMemoryToolLog()):  # nothing holds grants: asked every time
+        outcomes = await run_batch(registry, call("c1", gated.name, {"target": "prod"}), scope=session_scope(), sink=sink)
+        assert codes(outcomes) == [code]
+    assert len(approver.requests) == 2
+    assert gated.runs() == before + (2 if code is None else 0)
+    if code is not None:
+        assert outcomes[0].failure.message == f"approval rejected (tool '{gated.name}' requires approval)"
+
+
+async def test_a_grant_decides_later_calls_of_a_python_or_dotnet_tool_without_asking(gated: Gated, tmp_path: Any) -> None:
+    approver = Approver(ApprovalResult.APPROVED_ALWAYS)
+    registry = _registry(gated, approver)
+    before = gated.runs()
+    scope = AgentPipelineScope(session_id="s", owner="alice")
+    assembly = registry.assemble(RequestContext("acme", "alice"), scope)
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        for _ in range(2):
+            turn = await store.begin_turn("s")
+            outcomes = await registry.execute_batch([call("c1", gated.name, {"target": "prod"})], assembly, sink=store.sink("s", turn, 1))
+            await store.end_turn("s", turn)
+            assert codes(outcomes) == [None]
+        [grant] = await store.grants()
+    assert len(approver.requests) == 1 and gated.runs() == before + 2
+    assert grant.schema_hash == assembly.bindings[gated.name].schema_hash

@@ -37,6 +37,7 @@ from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_s
 from tether_clr.cli.script import Script, ScriptError, load_script
 from tether_clr.foundations.text import describe_exception
 from tether_clr.recording.session.events import TURN_START, SessionEvent
+from tether_clr.recording.session.grant_checks import stored_grant_events
 from tether_clr.recording.session.steps import read_steps
 from tether_clr.recording.session.sql_store import SqlSessionStore
 from tether_clr.recording.session.verify import log_violations
@@ -326,15 +327,18 @@ def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
 
     Each tool/call has exactly one tool/result and no result lacks its call,
     results follow the model's order, no body runs after a refusal, steps and
-    turns are closed (unless --open-ok).
+    turns are closed (unless --open-ok), decisions taken from a grant name a
+    live grant that precedes them (in any session).
     """
     console = _console()
     with _store(db) as store:
         sessions = list(session_ids) or _run_async(store.sessions)
+        lent = _run_async(stored_grant_events, store)
         found = 0
         for session in sessions:
             events = _run_async(store.events, session)
-            problems = log_violations(events, open_ok=open_ok) if events else ["no events"]
+            others = [event for event in lent if event.session_id != session]
+            problems = log_violations(events, open_ok=open_ok, grant_events=others) if events else ["no events"]
             found += len(problems)
             mark = "[green]ok[/green]" if not problems else f"[red]{len(problems)} violation(s)[/red]"
             console.print(f"session {session}: {mark} ({len(events)} events)")

@@ -33,6 +33,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tether_clr.execution.ports import ForwardingSink, ToolCallSink, current_declaration
+from tether_clr.records.decisions import ApprovalResult
+from tether_clr.records.grants import GrantKey, grant_of, plain_result
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = ["DisplaySink", "StepView", "outcome_status", "shorten"]
@@ -140,10 +142,13 @@ class StepView:
             row.status, row.detail = "awaiting approval", shorten(reason or "")
             self._refresh()
 
-    def decided(self, execution: ToolExecution, result: Any) -> None:
+    def decided(self, execution: ToolExecution, result: Any, how: str = "") -> None:
         row = self._row(execution.call_id)
         if row is not None:
-            row.status = str(getattr(result, "value", result))
+            grant = grant_of(result)
+            how = how or ("" if grant is None else f" always ({grant.scope.value})")
+            plain = plain_result(result)
+            row.status = f"{getattr(plain, 'value', plain)}{how}"
             self._refresh()
 
     def recorded(self, outcomes: Sequence[ToolExecutionOutcome]) -> None:
@@ -191,6 +196,12 @@ class DisplaySink(ForwardingSink):
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None:
         await super().approval_decided(execution, result)
         self._view.decided(execution, result)
+
+    async def approval_from_grant(self, execution: ToolExecution, key: GrantKey) -> ApprovalResult | None:
+        result = await super().approval_from_grant(execution, key)
+        if result is not None:
+            self._view.decided(execution, result, " (remembered)")
+        return result
 
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
         await super().outcome_ready(outcome)

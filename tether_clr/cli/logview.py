@@ -38,7 +38,13 @@ def _detail(event: SessionEvent) -> str:
     if kind == "approval/asked":
         return f"{payload.get('name')}: {payload.get('reason') or 'approval required'}"
     if kind == "approval/decided":
-        return f"{payload.get('name')}: {payload.get('decision')}"
+        how = f" always ({payload['always']})" if payload.get("always") else ""
+        how += f" by grant {payload['grant']}" if payload.get("grant") else ""
+        return f"{payload.get('name')}: {payload.get('decision')}{how}"
+    if kind in ("approval/grant", "approval/revoke"):
+        what = "grant" if kind == "approval/grant" else "revoked grant"
+        return (f"{what} {payload.get('grant_id')}: {payload.get('decision')} {payload.get('tool')} "
+                f"v{payload.get('major')} for {payload.get('scope')} of {payload.get('principal_id')}")
     if kind == "tool/result":
         if payload.get("ok") is False:
             reason = f" [{payload['reason']}]" if payload.get("reason") else ""

@@ -52,6 +52,7 @@ import anyio.lowlevel
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import SealedToolCatalogView
 from tether_clr.execution.auditing import audit_record, tell_auditors
+from tether_clr.execution.grants import GrantingApproval
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.hooks import HookSet, RecordingApproval
 from tether_clr.execution.listeners import ListenerSnapshot
@@ -161,6 +162,8 @@ class BatchRun:
         self._resume = resume
         if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
             approval = RecordingApproval(approval, self._hooks, self._record_approval)
+        if approval is not None and self._hooks is not None and self._hooks.holds_grants:  # "always" answers are remembered
+            approval = GrantingApproval(approval, self._hooks, self._record_approval)
         # A parked call must be findable later: only a sink that records approvals can hold it.
         self._can_park = self._hooks is not None and self._hooks.parks_approvals
         self._parked: list[PendingApproval] = []
@@ -249,17 +252,18 @@ class BatchRun:
                         logger.warning("sink failed to record the end of an aborted batch", exc_info=True)
 
     async def _record_approval(
-        self, hook: Callable[..., Awaitable[None]] | None, execution: ToolExecution, value: object, what: str
-    ) -> None:
-        """Tell the sink about an approval request or decision (``what``), naming the call being authorized.
+        self, hook: Callable[..., Awaitable[Any]] | None, execution: ToolExecution, value: object, what: str, *more: object
+    ) -> Any:
+        """Tell the sink about an approval request, decision or grant (``what``), naming the call being
+        authorized; returns what the hook returned.
 
         A sink failure aborts the batch and raises, so the call is refused, never run.
         """
         if hook is None:
-            return
+            return None
         with declaring(self._authorizing):
             try:
-                await hook(execution, value)
+                return await hook(execution, value, *more)
             except Exception as exc:
                 fault = SinkError(f"sink failed to record the approval {what} of call {execution.call_id!r}: {describe_exception(exc)}")
                 self._abort(fault)

@@ -27,12 +27,14 @@ def _hook(sink: object, name: str) -> Callable[..., Awaitable[None]] | None:
 class HookSet:
     """The optional hooks one sink has; each call turns a failure into :class:`SinkError`."""
 
-    __slots__ = ("_started", "asked", "decided", "_flush", "_finished", "_parks")
+    __slots__ = ("_started", "asked", "decided", "from_grant", "granted", "_flush", "_finished", "_parks")
 
     def __init__(self, sink: object) -> None:
         self._started = _hook(sink, "batch_started")
         self.asked = _hook(sink, "approval_asked")
         self.decided = _hook(sink, "approval_decided")
+        self.from_grant = _hook(sink, "approval_from_grant")
+        self.granted = _hook(sink, "approval_granted")
         self._flush = _hook(sink, "flush")
         self._finished = _hook(sink, "batch_finished")
         self._parks = getattr(sink, "parks_approvals", False) is True
@@ -52,6 +54,11 @@ class HookSet:
     def parks_approvals(self) -> bool:
         """The sink says it can hold a parked call (``parks_approvals = True``) and records both approval hooks."""
         return self._parks and self.asked is not None and self.decided is not None
+
+    @property
+    def holds_grants(self) -> bool:
+        """The sink remembers ``*_ALWAYS`` answers: it has both grant hooks and records decisions."""
+        return self.from_grant is not None and self.granted is not None and self.decided is not None
 
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
         if self._started is not None:

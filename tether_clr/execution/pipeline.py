@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.catalog.builtin import CatalogTool
+from tether_clr.execution.grants import approval_request
 from tether_clr.execution.isolation import foreign_cancellation, in_own_context
 from tether_clr.foundations.arguments import (
     InvalidArgumentsJson,
@@ -47,6 +48,7 @@ from tether_clr.records.decisions import (
     ToolPostDecision,
     ToolPreDecision,
 )
+from tether_clr.records.grants import plain_result
 from tether_clr.records.outcomes import (
     ToolCall,
     ToolDispatch,
@@ -315,7 +317,7 @@ class CallPipeline:
         elif entry is not None and _requires_approval(entry, execution):
             reason = f"tool {execution.name!r} requires approval"
         if reason is not None or decided is not None:
-            refusal = await self._approve(execution, reason or None, decided)
+            refusal = await self._approve(execution, reason or None, decided, entry)
             if refusal is not None:
                 return refusal
         return self._guards(execution)
@@ -327,7 +329,7 @@ class CallPipeline:
         return await _pre_step(chain, 0, execution)
 
     async def _approve(
-        self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None
+        self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None, entry: ToolEntry | None = None
     ) -> ToolExecutionOutcome | PendingApproval | None:
         asked = f" ({reason})" if reason else ""
         request = decided  # a decision taken while the step was suspended: nobody is asked now
@@ -337,7 +339,7 @@ class CallPipeline:
             scope = execution.scope
             if scope is None or (scope.session is None and scope.session_id is None) or scope.owner is None:
                 return _fail(execution, Codes.DENIED, f"approval required{asked} but the scope has no session or owner to ask")
-            request = self._approval.request
+            request = approval_request(self._approval, entry)  # through the sink's grants, when it holds them
         token = execution.cancellation
         result: Any = None
         with cancel_scope_for(token):
@@ -349,6 +351,7 @@ class CallPipeline:
                 return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
         if token.is_cancelled:
             return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while waiting for approval")
+        result = plain_result(result)  # an "always" answer decides this call as its plain answer does
         if result is ApprovalResult.APPROVED:
             return None
         if result is ApprovalResult.DEFERRED and decided is None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from tether_clr.records.decisions import ApprovalResult
+from tether_clr.records.grants import ApprovalGrant, GrantKey
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = [
@@ -56,6 +57,12 @@ class SinkHooks(Protocol):
     * ``batch_started(calls)``: once, before anything else, with every proposed call;
     * ``approval_asked(execution, reason)`` / ``approval_decided(execution, result)``:
       around each request to the approval provider (``result`` is what it answered);
+    * ``approval_from_grant(execution, key)`` / ``approval_granted(execution, key, grant)``:
+      remembered answers (a sink that has both, and ``approval_decided``, holds grants): before
+      asking the provider, ``approval_from_grant`` returns the decision (``APPROVED`` or
+      ``REJECTED``) of a live grant matching the call's identity and ``key``, having recorded
+      that decision, or None to ask; after an ``*_ALWAYS`` answer, ``approval_granted``
+      records the grant (:class:`~tether_clr.ApprovalGrant`, with its scope);
     * ``flush()``: at each point where durability is owed: before the first body
       of a group starts, and before the delivery waits for a body still running.
       A sink may buffer what it was told and make it durable here, so a group's
@@ -82,12 +89,18 @@ class SinkHooks(Protocol):
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None: ...
 
+    async def approval_from_grant(self, execution: ToolExecution, key: GrantKey) -> ApprovalResult | None: ...
+
+    async def approval_granted(self, execution: ToolExecution, key: GrantKey, grant: ApprovalGrant) -> None: ...
+
     async def flush(self) -> None: ...
 
     async def batch_finished(self) -> None: ...
 
 
-OPTIONAL_HOOKS: tuple[str, ...] = ("batch_started", "approval_asked", "approval_decided", "flush", "batch_finished")
+OPTIONAL_HOOKS: tuple[str, ...] = (
+    "batch_started", "approval_asked", "approval_decided", "approval_from_grant", "approval_granted", "flush", "batch_finished",
+)
 """The method names of :class:`SinkHooks`, in the order a batch first calls them."""
 
 
@@ -125,6 +138,12 @@ class ForwardingSink:
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None:
         await self.inner.approval_decided(execution, result)  # type: ignore[attr-defined]
+
+    async def approval_from_grant(self, execution: ToolExecution, key: GrantKey) -> ApprovalResult | None:
+        return await self.inner.approval_from_grant(execution, key)  # type: ignore[attr-defined, no-any-return]
+
+    async def approval_granted(self, execution: ToolExecution, key: GrantKey, grant: ApprovalGrant) -> None:
+        await self.inner.approval_granted(execution, key, grant)  # type: ignore[attr-defined]
 
     async def flush(self) -> None:
         await self.inner.flush()  # type: ignore[attr-defined]
@@ -183,8 +202,10 @@ class ApprovalProvider(Protocol):
     (a fresh parsed copy of the validated arguments) and ``execution.arguments_json``
     (their canonical text), the scope, owner and call ids; ``reason`` is the
     listener's, or ``"tool 'NAME' requires approval"``. Anything but
-    ``ApprovalResult.APPROVED`` keeps the body from running; ``DEFERRED`` parks
-    the call when the batch's sink can hold it.
+    ``ApprovalResult.APPROVED`` (or ``APPROVED_ALWAYS``) keeps the body from
+    running; ``DEFERRED`` parks the call when the batch's sink can hold it;
+    ``APPROVED_ALWAYS``/``REJECTED_ALWAYS`` or an :class:`~tether_clr.ApprovalGrant`
+    decide the call and are remembered when the sink holds grants.
     """
 
-    async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult: ...
+    async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult | ApprovalGrant: ...

@@ -29,12 +29,22 @@ class ApprovalResult(Enum):
     ``ToolRegistry.resume``. Parking needs a sink a suspended step can be
     resumed from (a session store's: ``parks_approvals``); with any other sink,
     or none, ``DEFERRED`` fails closed (UNAVAILABLE, reason ``approval_deferred``).
+
+    ``APPROVED_ALWAYS`` and ``REJECTED_ALWAYS`` decide this call as ``APPROVED``
+    and ``REJECTED`` do, and remember the answer as a grant for this session
+    (to choose the principal instead, answer
+    :class:`~tether_clr.ApprovalGrant`): later asks for the same tool, major
+    version and schema are decided from the grant without asking. Grants live
+    in a session store; with any other sink, or none, the answer counts for
+    this call only (see :mod:`tether_clr.records.grants`).
     """
 
     APPROVED = "approved"
     REJECTED = "rejected"
     UNAVAILABLE = "unavailable"
     DEFERRED = "deferred"
+    APPROVED_ALWAYS = "approved_always"
+    REJECTED_ALWAYS = "rejected_always"
 
 
 def _require_reason(reason: object, what: str) -> str:

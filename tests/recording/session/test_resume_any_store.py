@@ -15,8 +15,11 @@ from tether_clr import (
     ApprovalResult,
     BatchSuspended,
     ForwardingSink,
+    GrantKey,
+    GrantRecord,
     InMemoryToolLog,
     PythonFunction,
+    RequestContext,
     SessionClaim,
     SessionSink,
     SqliteSessionStore,
@@ -125,6 +128,16 @@ class ProtocolOnly:
         self.used.append("release")
         await self._inner.release(session_id, holder)
 
+    async def find_grant(self, tenant_id: str, principal_id: str, session_id: str, key: GrantKey) -> GrantRecord | None:
+        self.used.append("find_grant")
+        return await self._inner.find_grant(tenant_id, principal_id, session_id, key)
+
+    async def grants(self, **filters: Any) -> list[GrantRecord]:
+        return await self._inner.grants(**filters)
+
+    async def revoke_grant(self, grant_id: str, reason: str | None = None) -> bool:
+        return await self._inner.revoke_grant(grant_id, reason)
+
     def close(self) -> None:
         self._inner.close()
 
@@ -146,4 +159,20 @@ async def test_any_session_store_can_be_resumed_or_cancelled_through_its_public_
                 None, "ABORTED_BEFORE_DISPATCH", "ABORTED_BEFORE_DISPATCH"]
         assert store.used[0] == "claim" and "append" in store.used
         await store.end_turn("s", turn)
+        assert log_violations(await store.events("s")) == []
+
+
+async def test_any_session_store_remembers_grants_through_its_public_protocol(tmp_path: Path) -> None:
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as inner:
+        store = ProtocolOnly(inner)
+        tools = registry()
+        tools.approval = Approver(ApprovalResult.APPROVED_ALWAYS)
+        assembly = tools.assemble(RequestContext("acme", "alice"), SCOPE)
+        for step in (1, 2):
+            turn = await store.begin_turn("s")
+            outcomes = await tools.execute_batch([CALLS[1]], assembly, sink=Shown(store.sink("s", turn, step)))
+            assert isinstance(outcomes, list) and [o.value for o in outcomes] == [-3]
+            await store.end_turn("s", turn)
+        assert isinstance(tools.approval, Approver) and tools.approval.asked == ["c2"]  # the second step: from the grant
+        assert "find_grant" in store.used
         assert log_violations(await store.events("s")) == []

@@ -51,11 +51,14 @@ async def test_a_deferred_approval_parks_the_call_and_admits_nothing_after_it(st
     assert bodies == ["echo a"]  # neither the parked call nor the later call of its group ran
     events = await store.events(session)
     kinds = [(e.kind, e.call_id) for e in events if e.step is not None]
-    assert kinds == [
+    assert kinds[:5] == [
         ("step/start", None), ("assistant/message", None),
         ("tool/call", "call_0"), ("tool/call", "call_1"), ("tool/call", "call_2"),
-        ("approval/asked", "call_1"), ("approval/decided", "call_1"), ("tool/result", "call_0"),
     ]
+    # call_0's body overlaps call_1's approval step (which first looks for a remembered grant in the
+    # store), so its result may be recorded before or after the request and the decision.
+    after = [kind for kind in kinds[5:] if kind != ("tool/result", "call_0")]
+    assert after == [("approval/asked", "call_1"), ("approval/decided", "call_1")] and len(kinds) == 8
     decided = [e for e in events if e.kind == "approval/decided"]
     assert decided[0].payload["decision"] == "deferred"
     assert log_violations(events) == []  # a suspended step is open by design, its turn too

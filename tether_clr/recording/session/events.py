@@ -21,6 +21,8 @@ __all__ = [
     "ASSISTANT_MESSAGE",
     "APPROVAL_ASKED",
     "APPROVAL_DECIDED",
+    "APPROVAL_GRANT",
+    "APPROVAL_REVOKE",
     "Durability",
     "EVENT_KINDS",
     "STEP_END",
@@ -40,6 +42,8 @@ ASSISTANT_MESSAGE: Final = "assistant/message"
 TOOL_CALL: Final = "tool/call"
 APPROVAL_ASKED: Final = "approval/asked"
 APPROVAL_DECIDED: Final = "approval/decided"
+APPROVAL_GRANT: Final = "approval/grant"  # a remembered answer (see tether_clr.recording.session.grants)
+APPROVAL_REVOKE: Final = "approval/revoke"  # a grant ended by store.revoke_grant: no step, any turn
 TOOL_RESULT: Final = "tool/result"
 STEP_END: Final = "step/end"
 TURN_END: Final = "turn/end"
@@ -51,6 +55,8 @@ EVENT_KINDS: Final = (
     TOOL_CALL,
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
+    APPROVAL_GRANT,
+    APPROVAL_REVOKE,
     TOOL_RESULT,
     STEP_END,
     TURN_END,

@@ -33,6 +33,7 @@ from tether_clr.recording.session.ddl import schema
 from tether_clr.recording.session.encoding import PendingEvent
 from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
+    APPROVAL_GRANT,
     STEP_START,
     TOOL_RESULT,
     TURN_END,
@@ -181,7 +182,14 @@ class PostgresSessionStore(SqlSessionStore):
             yield execute
 
     def _commit_rows(self, session_id: str, holder: str, rows: Sequence[PendingEvent], first: bool, release: bool) -> None:
-        """The shared transaction of a sink's commit, as one call of ``tether_session_append``: one round trip."""
+        """The shared transaction of a sink's commit, as one call of ``tether_session_append``: one round trip.
+
+        A commit that holds a grant (rare: an "always" answer) takes the shared path instead, which
+        indexes the grant in the same transaction.
+        """
+        if any(row.kind == APPROVAL_GRANT for row in rows):
+            super()._commit_rows(session_id, holder, rows, first, release)
+            return
         import psycopg
 
         params = (

@@ -7,6 +7,8 @@ transaction, :meth:`SessionStore.append` commits events under it (taking it on
 a writer's first commit, releasing it on its last), :meth:`SessionStore.release`
 frees it. The step sink (:class:`~tether_clr.SessionSink`) and resuming a
 suspended step use nothing else, so any store with this protocol can be resumed.
+Remembered approval answers (grants) are indexed by the store from the
+``approval/grant`` events it is given, and found with :meth:`SessionStore.find_grant`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any, Protocol
 from tether_clr.execution.ports import SinkHooks, ToolCallSink
 from tether_clr.recording.session.encoding import PendingEvent
 from tether_clr.recording.session.events import Durability, SessionEvent
+from tether_clr.recording.session.grants import GrantRecord
+from tether_clr.records.grants import GrantKey
 
 __all__ = ["SessionClaim", "SessionStore", "StepSink"]
 
@@ -79,6 +83,22 @@ class SessionStore(Protocol):
 
     async def release(self, session_id: str, holder: str) -> None:
         """Free ``holder``'s lease on the session (nothing if it no longer holds it)."""
+        ...
+
+    async def find_grant(self, tenant_id: str, principal_id: str, session_id: str, key: GrantKey) -> GrantRecord | None:
+        """The latest live grant deciding a call of ``key`` by that tenant and principal in that session: one of
+        the session's own grants, or one of the principal's (any session of the same tenant); None to ask."""
+        ...
+
+    async def grants(
+        self, *, tenant_id: str | None = None, principal_id: str | None = None, session_id: str | None = None,
+        include_revoked: bool = False,
+    ) -> list[GrantRecord]:
+        """The grants that fit every filter given, oldest first."""
+        ...
+
+    async def revoke_grant(self, grant_id: str, reason: str | None = None) -> bool:
+        """End a live grant (recorded as ``approval/revoke``); False when no live grant has that id."""
         ...
 
     def close(self) -> None: ...

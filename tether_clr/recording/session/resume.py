@@ -149,6 +149,8 @@ def _decisions(step: StepLog, decisions: Mapping[str, Any], argument_limits: Any
             raise TypeError(f"the decision for {call_id!r} must be an ApprovalResult, got {type(value).__name__}")
         if value is ApprovalResult.DEFERRED:
             raise ValueError(f"DEFERRED decides nothing: call {call_id!r} is already parked")
+        if value in (ApprovalResult.APPROVED_ALWAYS, ApprovalResult.REJECTED_ALWAYS):
+            raise ValueError(f"a resumed decision is not remembered as a grant: decide call {call_id!r} APPROVED or REJECTED")
         recorded = _check_parked(step, position, argument_limits)
         if bound is not None and bound != recorded:
             raise ValueError(f"the decision for {call_id!r} was bound to other arguments (fingerprint {bound}, recorded {recorded})")

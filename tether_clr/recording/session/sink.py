@@ -31,6 +31,7 @@ from tether_clr.recording.session.encoding import (
 from tether_clr.recording.session.events import (
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
+    APPROVAL_GRANT,
     ASSISTANT_MESSAGE,
     STEP_END,
     STEP_START,
@@ -38,9 +39,11 @@ from tether_clr.recording.session.events import (
     TOOL_RESULT,
     call_fingerprint,
 )
+from tether_clr.recording.session.grants import GrantRecord, new_grant
 from tether_clr.recording.session.protocol import SessionClaim, SessionStore
 from tether_clr.recording.session.steps import read_steps
 from tether_clr.records.decisions import ApprovalResult
+from tether_clr.records.grants import ApprovalGrant, GrantKey, grant_of, plain_result
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = ["SessionSink"]
@@ -57,7 +60,10 @@ class SessionSink:
     be repaired or resumed from the log alone); ``call_declared`` ``tool/call``;
     ``approval_asked`` / ``approval_decided`` the approval events, with the
     exact arguments and their fingerprint; ``outcome_ready`` ``tool/result`` in
-    model order; ``batch_finished`` ``step/end`` (only if every proposed call was
+    model order; ``approval_granted`` ``approval/grant`` after an ``*_ALWAYS``
+    answer, and ``approval_from_grant`` the ``approval/decided`` of a call a
+    grant decides (naming it), after looking the grant up in the store (or
+    among this step's grants not yet committed); ``batch_finished`` ``step/end`` (only if every proposed call was
     declared and has its result: a step an infrastructure fault stopped stays open for
     :meth:`SessionStore.repair`) and releases the lease. ``flush`` makes every
     buffered event durable. The first write takes the session's lease, which is
@@ -76,6 +82,7 @@ class SessionSink:
         self.session_id, self.turn, self.step = check_session_id(session_id), turn, step
         self._holder = uuid.uuid4().hex
         self._pending: list[PendingEvent] = []
+        self._made: list[GrantRecord] = []  # grants in _pending: the store cannot find them yet
         self._flushing: anyio.Lock | None = None
         self._leased = False
         self._finished = False
@@ -125,6 +132,7 @@ class SessionSink:
             if not self._pending:
                 return
             rows, self._pending = self._pending, []
+            self._made = []
             await self._store.append(self.session_id, self._holder, rows, first=not self._leased, release=False)
             self._leased = True
 
@@ -169,15 +177,47 @@ class SessionSink:
         await self._added()
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None:
-        decision = result.value if isinstance(result, ApprovalResult) else "invalid"
+        """``approval/decided``: an "always" answer is recorded as its plain decision, with ``always`` its scope."""
+        plain, grant = plain_result(result), grant_of(result)
+        await self._decided(execution, {
+            "decision": plain.value if isinstance(plain, ApprovalResult) else "invalid",
+            **({} if grant is None else {"always": grant.scope.value}),
+        })
+
+    async def _decided(self, execution: ToolExecution, fields: dict[str, Any]) -> None:
         position = self._position(False)
-        payload = {
-            "index": position,
-            "name": execution.name,
-            "decision": decision,
-            "fingerprint": call_fingerprint(execution.name, execution.arguments_json),
-        }
+        payload = {"index": position, "name": execution.name, **fields}
+        payload["fingerprint"] = call_fingerprint(execution.name, execution.arguments_json)
         self._add(APPROVAL_DECIDED, execution.call_id, position, dumps(payload))
+        await self._added()
+
+    async def approval_from_grant(self, execution: ToolExecution, key: GrantKey) -> ApprovalResult | None:
+        """The decision of the latest live grant matching the call (recorded as ``approval/decided`` naming it),
+        or None to ask. A call with no request context names nobody a grant could be for: it asks."""
+        context = execution.context
+        if context is None:
+            return None
+        identity = (context.tenant_id, context.principal_id, self.session_id, key)
+        grant = next((made for made in reversed(self._made) if made.matches(*identity)), None)
+        if grant is None:
+            grant = await self._store.find_grant(*identity)
+            if grant is None:
+                return None
+        await self._decided(execution, {
+            "decision": grant.decision.value, "grant": grant.grant_id, "grant_session": grant.session_id,
+            "grant_scope": grant.scope.value,
+        })  # fmt: skip
+        return grant.decision
+
+    async def approval_granted(self, execution: ToolExecution, key: GrantKey, grant: ApprovalGrant) -> None:
+        """``approval/grant``: remember the provider's "always" answer for the request's tenant and principal
+        (nothing is remembered for a call with no request context: it names nobody)."""
+        record = new_grant(uuid.uuid4().hex, self.session_id, execution, key, grant)
+        if record is None:
+            return
+        position = self._position(False)
+        self._add(APPROVAL_GRANT, execution.call_id, position, dumps({"index": position, "name": execution.name, **record.payload()}))
+        self._made.append(record)
         await self._added()
 
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
@@ -204,6 +244,7 @@ class SessionSink:
             self._flushing = anyio.Lock()
         async with self._flushing:
             rows, self._pending = self._pending, []
+            self._made = []
             if not rows and not self._leased:
                 return
             await self._store.append(self.session_id, self._holder, rows, first=not self._leased, release=True)

@@ -30,6 +30,7 @@ from tether_clr.recording.session.encoding import (
 )
 from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
+    APPROVAL_GRANT,
     STEP_END,
     STEP_START,
     TOOL_RESULT,
@@ -39,6 +40,7 @@ from tether_clr.recording.session.events import (
     SessionEvent,
     SessionLeasedError,
 )
+from tether_clr.recording.session.grants import GrantRecord, find_grant, index_grants, list_grants, revoke_grant
 from tether_clr.recording.session.protocol import SessionClaim
 from tether_clr.recording.session.refusals import (
     check_new_step,
@@ -47,6 +49,7 @@ from tether_clr.recording.session.refusals import (
 )
 from tether_clr.recording.session.repair import plan_repair
 from tether_clr.recording.session.sink import SessionSink
+from tether_clr.records.grants import GrantKey
 
 __all__ = ["Execute", "SqlSessionStore", "free_lease"]
 
@@ -195,6 +198,8 @@ class SqlSessionStore(ABC):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(session_id, row.turn, row.step, row.kind, row.call_id, row.position, row.payload, row.at) for row in rows],
         )
+        if any(row.kind == APPROVAL_GRANT for row in rows):  # indexed in the same transaction as their events
+            index_grants(execute, session_id, rows)
 
     @abstractmethod
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
@@ -383,6 +388,39 @@ class SqlSessionStore(ABC):
         live writer holds the session's lease.
         """
         return await self._run(self._repair, check_session_id(session_id))
+
+    # ---------------------------------------------------------------- grants
+    def _find_grant(self, tenant_id: str, principal_id: str, session_id: str, key: GrantKey) -> GrantRecord | None:
+        with self._write() as execute:
+            return find_grant(execute, tenant_id, principal_id, session_id, key)
+
+    def _grants(self, tenant_id: str | None, principal_id: str | None, session_id: str | None, include_revoked: bool) -> list[GrantRecord]:
+        with self._write() as execute:
+            return list_grants(execute, tenant_id, principal_id, session_id, include_revoked)
+
+    def _revoke_grant(self, grant_id: str, reason: str | None) -> bool:
+        with self._write() as execute:
+            return revoke_grant(execute, self._insert, grant_id, reason)
+
+    async def find_grant(self, tenant_id: str, principal_id: str, session_id: str, key: GrantKey) -> GrantRecord | None:
+        """The latest live grant that decides a call of ``key`` by that tenant and principal in that session
+        (its own session's grants, and the principal's in any session of the tenant), or None."""
+        return await self._run(self._find_grant, tenant_id, principal_id, check_session_id(session_id), key)
+
+    async def grants(
+        self, *, tenant_id: str | None = None, principal_id: str | None = None, session_id: str | None = None,
+        include_revoked: bool = False,
+    ) -> list[GrantRecord]:
+        """The remembered approval answers that fit every filter given, oldest first (live ones only by default)."""
+        return await self._run(self._grants, tenant_id, principal_id, session_id, include_revoked)
+
+    async def revoke_grant(self, grant_id: str, reason: str | None = None) -> bool:
+        """End a grant: the next matching call asks the provider again. Recorded as ``approval/revoke`` in the
+        grant's session log (no lease needed: it belongs to no step). False, writing nothing, when no live
+        grant has that id."""
+        if not isinstance(grant_id, str) or not grant_id:
+            raise ValueError(f"grant_id must be a non-empty str, got {grant_id!r}")
+        return await self._run(self._revoke_grant, grant_id, reason)
 
     def close(self) -> None:
         """Stop renewing leases and close the connection; a batch still writing then fails (SinkError)."""

@@ -11,7 +11,9 @@
   still open, e.g. while a batch runs; a repaired log has none). A suspended
   step (a call parked for an approval decision) is open by design: it, its
   turn, and its calls from the first parked one on may stay unanswered;
-* sequence numbers only grow.
+* sequence numbers only grow;
+* grants: see :mod:`~tether_clr.recording.session.grant_checks` (an
+  ``approval/revoke`` belongs to no step and may follow the end of its turn).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import replace
 
 from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
+    APPROVAL_REVOKE,
     STEP_END,
     STEP_START,
     TOOL_CALL,
@@ -30,13 +33,20 @@ from tether_clr.recording.session.events import (
     TURN_START,
     SessionEvent,
 )
+from tether_clr.recording.session.grant_checks import grant_violations
 from tether_clr.recording.session.steps import read_steps
 
 __all__ = ["log_violations"]
 
 
-def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> list[str]:
+def log_violations(
+    events: Sequence[SessionEvent], *, open_ok: bool = False, grant_events: Sequence[SessionEvent] = ()
+) -> list[str]:
     """Every broken invariant of one session's log, as text; empty when the log is sound.
+
+    ``grant_events``: the ``approval/grant`` and ``approval/revoke`` events of the
+    store's other sessions, so a decision taken from a principal's grant given
+    in another session is checked against it too.
 
     A hand-edited payload that is not a JSON object is itself a violation, and is
     read as an empty one so that every other check still runs (never a crash).
@@ -54,6 +64,8 @@ def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> 
         if last_seq is not None and event.seq <= last_seq:
             problems.append(f"{where}: sequence does not grow")
         last_seq = event.seq
+        if event.kind == APPROVAL_REVOKE:  # ends a grant, not part of a turn's work
+            continue
         if event.kind == TURN_START:
             if event.turn in turns:
                 problems.append(f"{where}: turn started twice")
@@ -106,6 +118,7 @@ def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> 
             if state == "open" and key not in suspended
         )
     problems.extend(_bodies_after_refusal(events))
+    problems.extend(grant_violations(events, grant_events))
     return problems
 
 
