@@ -27,13 +27,14 @@ def _hook(sink: object, name: str) -> Callable[..., Awaitable[None]] | None:
 class HookSet:
     """The optional hooks one sink has; each call turns a failure into :class:`SinkError`."""
 
-    __slots__ = ("_started", "asked", "decided", "_flush", "_finished", "_parks")
+    __slots__ = ("_started", "asked", "decided", "_flush", "contexts", "_finished", "_parks")
 
     def __init__(self, sink: object) -> None:
         self._started = _hook(sink, "batch_started")
         self.asked = _hook(sink, "approval_asked")
         self.decided = _hook(sink, "approval_decided")
         self._flush = _hook(sink, "flush")
+        self.contexts = _hook(sink, "contexts_added")
         self._finished = _hook(sink, "batch_finished")
         self._parks = getattr(sink, "parks_approvals", False) is True
 

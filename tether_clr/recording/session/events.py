@@ -6,6 +6,10 @@ about (tool events only) and a JSON payload. Events are keyed by
 (session, turn, step, call id), and tool events also by the call's position in
 the model's proposal (``payload["index"]``), so a provider that reuses call ids
 across steps, or even inside one step, never makes one call's result answer another.
+A child call (one a tool body made) has no ``index``: its events carry its key
+under the step instead (``payload["child"]``, ``"<index of the model's call>/<n>"``),
+starting with ``tool/ptc-dispatch``. ``user/message`` events carry the additional
+contexts of a step's calls, after its last ``tool/result``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ __all__ = [
     "APPROVAL_DECIDED",
     "Durability",
     "EVENT_KINDS",
+    "PTC_DISPATCH",
     "STEP_END",
     "STEP_START",
     "SessionEvent",
@@ -31,16 +36,19 @@ __all__ = [
     "TOOL_RESULT",
     "TURN_END",
     "TURN_START",
+    "USER_MESSAGE",
     "call_fingerprint",
 ]
 
 TURN_START: Final = "turn/start"
 STEP_START: Final = "step/start"
 ASSISTANT_MESSAGE: Final = "assistant/message"
+PTC_DISPATCH: Final = "tool/ptc-dispatch"
 TOOL_CALL: Final = "tool/call"
 APPROVAL_ASKED: Final = "approval/asked"
 APPROVAL_DECIDED: Final = "approval/decided"
 TOOL_RESULT: Final = "tool/result"
+USER_MESSAGE: Final = "user/message"
 STEP_END: Final = "step/end"
 TURN_END: Final = "turn/end"
 
@@ -48,10 +56,12 @@ EVENT_KINDS: Final = (
     TURN_START,
     STEP_START,
     ASSISTANT_MESSAGE,
+    PTC_DISPATCH,
     TOOL_CALL,
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
     TOOL_RESULT,
+    USER_MESSAGE,
     STEP_END,
     TURN_END,
 )
