@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from tether_clr.execution.ports import ForwardingSink, ToolCallSink
 from tether_clr.foundations.cancellation import CancellationSource, CancellationToken
@@ -134,6 +135,8 @@ class LentChildCalls(ChildCalls):
                 group.cancel_scope.cancel()
         finally:
             source.close()
+        # A cancelled caller's scope takes over here (the child is recorded): its Cancelled, not the child's error.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         return outcome
 
     def close(self) -> None:
