@@ -105,9 +105,9 @@ def test_the_readme_stays_short() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
 
 
-def _blocks(section: str, language: str) -> list[str]:
-    """The ``language`` code blocks under the README heading ``## section``."""
-    text = README.read_text(encoding="utf-8")
+def _blocks(section: str, language: str, page: Path = README) -> list[str]:
+    """The ``language`` code blocks under the heading ``## section`` of ``page`` (the README by default)."""
+    text = page.read_text(encoding="utf-8")
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end != -1 else len(text)]
@@ -140,3 +140,24 @@ def test_the_csharp_example_runs_as_written(tmp_path: Path, clr_tools: dict[str,
     lines = done.stdout.splitlines()
     assert lines[0].startswith("c1 None ") and '"result":12' in lines[0]
     assert lines[1].startswith("c2 INVALID_ARGS ") and "sku" in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ("Child calls (programmatic tool calling)", ["refused: DENIED c1/2", "5.0"]),
+        ("Additional contexts", ["['c1', 'c2']", "('a.txt changed since you read it', 'b.txt changed since you read it')"]),
+    ],
+)
+def test_the_pipeline_page_examples_run_as_written(tmp_path: Path, section: str, expected: list[str]) -> None:
+    (code,) = _blocks(section, "python", DOCS / "pipeline.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected
+
+
+def test_the_child_calls_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Child calls and additional contexts", "python")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["3.5 ('c1: prices change hourly',)"]
