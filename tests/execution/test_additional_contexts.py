@@ -23,6 +23,17 @@ from tether_clr import (
 pytestmark = pytest.mark.anyio
 
 
+def _echoing() -> ToolRegistry:
+    """A registry with ``echo(text)``."""
+    registry = ToolRegistry()
+
+    async def echo(text: str) -> str:
+        return text
+
+    registry.register(PythonFunction.from_callable(echo))
+    return registry
+
+
 def _noting(registry: ToolRegistry) -> None:
     """Every dispatched call gets the context ``"note <call id>"``."""
 
@@ -58,12 +69,7 @@ async def test_contexts_are_a_fifo_in_model_order_even_when_overlapping_bodies_f
 
 
 async def test_the_outcomes_are_still_a_plain_list() -> None:
-    registry = ToolRegistry()
-
-    async def echo(text: str) -> str:
-        return text
-
-    registry.register(PythonFunction.from_callable(echo))
+    registry = _echoing()
     outcomes = await registry.execute_batch([ToolCall("c", "echo", '{"text": "x"}')], registry.seal())
     assert isinstance(outcomes, list)
     assert outcomes == [ToolExecutionOutcome.success("c", "echo", "x")]
@@ -72,12 +78,7 @@ async def test_the_outcomes_are_still_a_plain_list() -> None:
 
 
 async def test_every_post_decision_can_add_context_and_a_refused_call_adds_none() -> None:
-    registry = ToolRegistry()
-
-    async def echo(text: str) -> str:
-        return text
-
-    registry.register(PythonFunction.from_callable(echo))
+    registry = _echoing()
 
     async def decide(execution: ToolExecution, outcome: ToolExecutionOutcome, next_: Any) -> ToolPostDecision:
         text = execution.arguments["text"]
@@ -96,12 +97,7 @@ async def test_every_post_decision_can_add_context_and_a_refused_call_adds_none(
 
 
 async def test_an_inner_context_counts_only_when_the_outer_listener_passes_it_on() -> None:
-    registry = ToolRegistry()
-
-    async def echo(text: str) -> str:
-        return text
-
-    registry.register(PythonFunction.from_callable(echo))
+    registry = _echoing()
 
     async def inner(execution: ToolExecution, outcome: ToolExecutionOutcome, next_: Any) -> ToolPostDecision:
         return ToolPostDecision.accept(add_context="inner")
@@ -126,12 +122,7 @@ def test_a_context_is_non_empty_valid_text() -> None:
 
 
 async def test_a_decision_built_with_bad_contexts_fails_the_call_closed() -> None:
-    registry = ToolRegistry()
-
-    async def echo(text: str) -> str:
-        return text
-
-    registry.register(PythonFunction.from_callable(echo))
+    registry = _echoing()
 
     async def sneaky(execution: ToolExecution, outcome: ToolExecutionOutcome, next_: Any) -> ToolPostDecision:
         return ToolPostDecision("accept", contexts=(3,))  # type: ignore[arg-type]
