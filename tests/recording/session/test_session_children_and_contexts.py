@@ -13,8 +13,12 @@ import pytest
 from tether_clr.recording.session.repair import plan_repair
 from tether_clr.recording.session.sql_store import SqlSessionStore
 
+from tether_clr.execution.ports import told
+
 from tether_clr import (
     ApprovalResult,
+    Declaration,
+    ToolCall,
     BatchSuspended,
     ChildCallRefused,
     ChildCalls,
@@ -32,6 +36,7 @@ from tether_clr import (
 from tests.support.builders import call
 from tests.support.doubles import Approver
 from tests.support.durable_approvals import CONTEXT, scope_of, step_calls, suspend, tools
+from tests.support.session_stores import expire_lease
 
 pytestmark = pytest.mark.anyio
 
@@ -266,3 +271,25 @@ async def test_children_of_a_parallel_group_keep_the_log_sound(store: SqlSession
 
 def test_step_calls_helper_is_unchanged() -> None:
     assert [c.call_id for c in step_calls()] == ["call_0", "call_1", "call_2", "call_3"]
+
+
+async def test_a_store_repairs_a_crash_mid_child_and_the_log_is_sound(store: SqlSessionStore) -> None:
+    """The writer died while a child call ran: its declaration is durable, no result, the lease ran out."""
+    session = _sid("c")
+    turn = await store.begin_turn(session)
+    sink = store.sink(session, turn, 1)
+    parent = call("c", "code", {"text": "a"})
+    await sink.batch_started([parent, call("d", "echo", {"text": "b"})])
+    await told(Declaration("b", 0), sink.call_declared, parent)
+    await told(Declaration("b-child", 0, child="0/1"), sink.call_declared, ToolCall("c/1", "echo", "{}", parent_call_id="c"))
+    await sink.flush()
+    expire_lease(store, session)
+    assert await store.repair(session) > 0
+    events = await store.events(session)
+    assert log_violations(events) == []
+    closing = [(e.kind, e.call_id, e.payload.get("code"), e.payload.get("reason")) for e in events if e.payload.get("repaired")]
+    assert closing[:4] == [
+        ("tool/result", "c/1", "ABORTED", "interrupted"), ("tool/result", "c", "ABORTED", "interrupted"),
+        ("tool/call", "d", None, None), ("tool/result", "d", "ABORTED_BEFORE_DISPATCH", "interrupted"),
+    ]
+    assert await store.repair(session) == 0
