@@ -29,6 +29,9 @@ class ChildCallError(ToolError):
         super().__init__(f"child call {outcome.call_id!r} ({outcome.name}) ended {failure.code}: {failure.message}")
         self.outcome = outcome
 
+    def __reduce__(self) -> tuple[type[ChildCallError], tuple[ToolExecutionOutcome]]:
+        return type(self), (self.outcome,)
+
     @property
     def code(self) -> Codes:
         assert self.outcome.failure is not None
