@@ -149,3 +149,24 @@ def test_the_remembered_grants_example_runs_as_written(tmp_path: Path) -> None:
     assert done.stdout.splitlines() == [
         "s-1 None asked 1", "s-2 None asked 1", "revoked delete 1 principal True", "s-3 None asked 2",
     ]
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ("Child calls (programmatic tool calling)", ["refused: DENIED c1/2", "5.0"]),
+        ("Additional contexts", ["['c1', 'c2']", "('a.txt changed since you read it', 'b.txt changed since you read it')"]),
+    ],
+)
+def test_the_pipeline_page_examples_run_as_written(tmp_path: Path, section: str, expected: list[str]) -> None:
+    (code,) = _blocks(section, "python", DOCS / "pipeline.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected
+
+
+def test_the_child_calls_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Child calls and additional contexts", "python")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["3.5 ('c1: prices change hourly',)"]

@@ -48,6 +48,7 @@ from tether_clr.foundations.cancellation import (
     OperationCancelledError,
 )
 from tether_clr.foundations.canonical import schema_hash
+from tether_clr.foundations.children import ChildCalls, current_child_calls
 from tether_clr.foundations.compatibility import (
     CompatibilityMode,
     CompatibilityReport,
@@ -87,7 +88,14 @@ from tether_clr.recording.session.sqlite import SqliteSessionStore
 from tether_clr.recording.session.verify import log_violations
 from tether_clr.recording.tool_log import InMemoryToolLog, LoggedCall, SqliteToolLog
 from tether_clr.records.audit import ToolAuditRecord
+from tether_clr.records.children import (
+    ChildCallCancelled,
+    ChildCallError,
+    ChildCallFailed,
+    ChildCallRefused,
+)
 from tether_clr.records.content import ImagePart, TextPart
+from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.context import (
     IDENTITY_PARAMETERS,
     RequestContext,
@@ -130,12 +138,18 @@ __all__ = [
     "ArgumentLimits",
     "AuthorityUnavailableError",
     "BatchAbortedError",
+    "BatchOutcomes",
     "BatchSuspended",
     "CATALOG_FAILURE_REASONS",
     "CancellationSource",
     "CancellationToken",
     "CapabilityQuery",
     "CatalogSelection",
+    "ChildCallCancelled",
+    "ChildCallError",
+    "ChildCallFailed",
+    "ChildCallRefused",
+    "ChildCalls",
     "CompatibilityMode",
     "CompatibilityReport",
     "Declaration",
@@ -212,6 +226,7 @@ __all__ = [
     "call_fingerprint",
     "canonical_json",
     "check_compatibility",
+    "current_child_calls",
     "current_declaration",
     "describe_exception",
     "log_violations",

@@ -42,12 +42,15 @@ SinkWrapper = Callable[[ToolCallSink], ToolCallSink]
 @dataclass(frozen=True, slots=True)
 class StepResult:
     """One step as the loop ran it: its numbers in the session, its outcomes in model order, and
-    ``suspended`` when a call was parked (``outcomes`` are then the ones delivered before it)."""
+    ``suspended`` when a call was parked (``outcomes`` are then the ones delivered before it);
+    ``additional_contexts``: what post-execute listeners added for the model, in the model order
+    of their calls, to show it after the results (the session log records them as ``user/message``)."""
 
     turn: int
     step: int
     outcomes: tuple[ToolExecutionOutcome, ...]
     suspended: BatchSuspended | None = None
+    additional_contexts: tuple[str, ...] = ()
 
 
 class StepLoop:
@@ -147,6 +150,6 @@ class StepLoop:
 
     def _result(self, turn: int, step: int, outcomes: list[ToolExecutionOutcome] | BatchSuspended) -> StepResult:
         if isinstance(outcomes, BatchSuspended):
-            self.suspended = StepResult(turn, step, outcomes.delivered, outcomes)
+            self.suspended = StepResult(turn, step, outcomes.delivered, outcomes, outcomes.additional_contexts)
             return self.suspended
-        return StepResult(turn, step, tuple(outcomes))
+        return StepResult(turn, step, tuple(outcomes), None, tuple(getattr(outcomes, "additional_contexts", ())))

@@ -59,14 +59,22 @@ class ToolRegistry:
     removes it. ``argument_limits`` bound the argument text a model may send
     (:class:`~tether_clr.ArgumentLimits`); a view takes them when sealed.
     ``approval`` is the :class:`~tether_clr.ApprovalProvider` asked before a call
-    that needs approval runs (None: such calls are refused).
+    that needs approval runs (None: such calls are refused). ``max_child_depth``
+    bounds how deep tool bodies may nest child calls (:class:`~tether_clr.ChildCalls`):
+    a child of a model's call is 1 deep; a deeper one is refused INVALID_ARGS
+    ``too_deep``, and 0 refuses every child call.
 
     Layers: the global layer and one per scope. A layer holds one registration
     per (model name, version): several versions of a tool may live side by
     side, and the assembly picks one per request.
     """
 
-    def __init__(self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None) -> None:
+    def __init__(
+        self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None, max_child_depth: int = 4
+    ) -> None:
+        if isinstance(max_child_depth, bool) or not isinstance(max_child_depth, int) or max_child_depth < 0:
+            raise ValueError(f"max_child_depth must be a non-negative int, got {max_child_depth!r}")
+        self.max_child_depth = max_child_depth
         self.catalog = ToolCatalog(argument_limits=argument_limits)
         self._listeners = Listeners()
         self.approval: ApprovalProvider | None = None
@@ -235,7 +243,7 @@ class ToolRegistry:
     ) -> BatchRun:
         return BatchRun(
             calls, self._own(view), self._listeners.snapshot(), self.approval if approval is None else approval,
-            max_parallelism, sink, cancellation, resume, self._classifier(),
+            max_parallelism, sink, cancellation, resume, self._classifier(), max_child_depth=self.max_child_depth,
         )
 
     async def execute_batch(
@@ -250,7 +258,8 @@ class ToolRegistry:
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         """Run one model step's calls against ``view`` (a ``seal()`` view or a :class:`ToolAssembly`).
 
-        Outcomes come back in the model's order. Refusals and failures are
+        Outcomes come back in the model's order, as a :class:`~tether_clr.BatchOutcomes`
+        (a list, with the ``additional_contexts`` post-execute listeners added). Refusals and failures are
         outcomes. When the approval provider answers ``DEFERRED`` (and the sink
         can hold a parked call, as a session store's can), the call is parked and a
         :class:`~tether_clr.BatchSuspended` comes back instead of the list: see

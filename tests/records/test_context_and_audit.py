@@ -66,7 +66,7 @@ def test_audit_record_has_every_field_the_issue_names() -> None:
     assert [f.name for f in dataclasses.fields(ToolAuditRecord)] == [
         "request_id", "tenant_id", "principal_id", "agent_id", "registry_revision", "policy_revision",
         "requested_name", "model_name", "logical_name", "version", "schema_hash", "call_id", "decision", "code",
-        "reason", "latency_ms",
+        "reason", "latency_ms", "parent_call_id",
     ]
     assert audit().as_json()["requested_name"] == "old_name"
 

@@ -76,6 +76,8 @@ class StepView:
 
     def _row(self, call_id: str) -> _Row | None:
         declaration = current_declaration()
+        if declaration is not None and declaration.child is not None:
+            return None  # a child call (a tool body's) has no row of the model's step
         if declaration is not None and 0 <= declaration.index < len(self.rows):
             return self.rows[declaration.index]
         return next((row for row in self.rows if row.call.call_id == call_id), None)

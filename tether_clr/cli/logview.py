@@ -35,6 +35,10 @@ def _detail(event: SessionEvent) -> str:
         return "proposes " + (", ".join(f"{c.get('call_id')} {c.get('name')}" for c in calls) or "nothing")
     if kind == "tool/call":
         return f"{payload.get('name')}({payload.get('arguments')})"
+    if kind == "tool/ptc-dispatch":
+        return f"child {payload.get('child')} of {payload.get('parent_call_id')}: {payload.get('name')}({payload.get('arguments')})"
+    if kind == "user/message":
+        return f"context: {payload.get('text')}"
     if kind == "approval/asked":
         return f"{payload.get('name')}: {payload.get('reason') or 'approval required'}"
     if kind == "approval/decided":

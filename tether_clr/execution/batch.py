@@ -52,9 +52,11 @@ import anyio.lowlevel
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import SealedToolCatalogView
 from tether_clr.execution.auditing import audit_record, tell_auditors
+from tether_clr.execution.children import ChildCalling, ChildOrigin, ChildSink, too_deep
 from tether_clr.execution.grants import GrantingApproval
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.hooks import HookSet, RecordingApproval
+from tether_clr.execution.inputs import validate_batch
 from tether_clr.execution.listeners import ListenerSnapshot
 from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.execution.pool import Pool, Slot, Worker
@@ -72,6 +74,7 @@ from tether_clr.foundations.errors import (
     SinkError,
 )
 from tether_clr.foundations.text import describe_exception
+from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.decisions import ApprovalResult, ToolExecutionMode
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
@@ -92,45 +95,15 @@ class ResumePoint:
     declared to the sink again. ``decided``: position -> the decision taken
     while the step was suspended, which answers that call's approval step.
     ``prior``: the outcomes the step delivered before it was suspended, in
-    model order; the run returns them followed by its own.
+    model order; the run returns them followed by its own. ``prior_contexts``:
+    the additional contexts recorded with those outcomes, in their order.
     """
 
     offset: int
     declared: frozenset[int] = frozenset()
     decided: Mapping[int, ApprovalResult] = field(default_factory=dict)
     prior: tuple[ToolExecutionOutcome, ...] = ()
-
-
-def _validate(calls: list[ToolCall], view: SealedToolCatalogView, max_parallelism: int) -> None:
-    """Misuse by the caller (not by the model) is a programming error, raised before anything runs."""
-    if isinstance(max_parallelism, bool) or not isinstance(max_parallelism, int) or max_parallelism < 1:
-        raise ValueError(f"max_parallelism must be a positive int, got {max_parallelism!r}")
-    if not isinstance(view, SealedToolCatalogView):
-        raise TypeError(f"execute_batch needs a sealed view or an assembly, got {type(view).__name__}")
-    for call in calls:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"execute_batch takes ToolCall records, got {type(call).__name__}")
-        _check_call_fields(call)
-        if call.scope is not None and call.scope is not view.scope:
-            raise ValueError(
-                f"call {call.call_id!r} comes from scope {call.scope!r} but the view was sealed for {view.scope!r}"
-            )
-
-
-_TEXT_FIELDS = ("call_id", "name", "arguments")
-_OPTIONAL_TEXT_FIELDS = ("parent_call_id", "argument_error")
-
-
-def _check_call_fields(call: ToolCall) -> None:
-    """A ToolCall's text fields are text: the host builds the record, so a dict or a list there is
-    the host's bug (raised now), never something a sink or classifier should meet mid-batch."""
-    for name in _TEXT_FIELDS:
-        if not isinstance(getattr(call, name), str):
-            raise TypeError(f"ToolCall.{name} must be str, got {type(getattr(call, name)).__name__}")
-    for name in _OPTIONAL_TEXT_FIELDS:
-        value = getattr(call, name)
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"ToolCall.{name} must be str or None, got {type(value).__name__}")
+    prior_contexts: tuple[str, ...] = ()
 
 
 class BatchRun:
@@ -138,7 +111,9 @@ class BatchRun:
 
     ``listeners`` and ``approval`` are the registry's when the batch starts;
     ``classify`` replaces the built-in grouping (a registry subclass's
-    ``classify``); ``resume`` continues a suspended step.
+    ``classify``); ``resume`` continues a suspended step. Bodies may make child
+    calls (:mod:`tether_clr.execution.children`) up to ``max_child_depth`` deep;
+    ``origin`` is set for a child's own one-call run.
     """
 
     def __init__(
@@ -152,8 +127,12 @@ class BatchRun:
         cancellation: CancellationToken | None,
         resume: ResumePoint | None = None,
         classify: Classifier | None = None,
+        *,
+        max_child_depth: int = 4,
+        origin: ChildOrigin | None = None,
     ) -> None:
-        _validate(calls, view, max_parallelism)
+        validate_batch(calls, view, max_parallelism)
+        self._listeners, self._provider, self._max_child_depth, self._origin = listeners, approval, max_child_depth, origin
         self._classify = classify
         self._calls = calls
         self._view = view
@@ -170,7 +149,8 @@ class BatchRun:
         self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
-        self._pipeline = CallPipeline(view, listeners, approval)
+        depth = 0 if origin is None else origin.depth
+        self._pipeline = CallPipeline(view, listeners, approval, ChildCalling(self._run_child, depth))
         self._max_parallelism = max_parallelism
         # Parallel workers link their bodies to the batch token with one scope each, unless an
         # execute listener may hand a body another token (then each body links its own).
@@ -181,6 +161,7 @@ class BatchRun:
         self._fault: BatchAbortedError | None = None
         # What the step delivered so far: a resumed step's earlier outcomes first.
         self._delivered: list[ToolExecutionOutcome] = [] if resume is None else list(resume.prior)
+        self._contexts: list[str] = [] if resume is None else list(resume.prior_contexts)  # FIFO, model order
         self._deliver_scope: anyio.CancelScope | None = None
         self._delivering: Slot | None = None  # the slot the deliverer is at, in a parallel group
         # Audit machinery only when someone listens: otherwise no clocks, no records.
@@ -199,7 +180,7 @@ class BatchRun:
         # (a constant one), and begin() then does not read them again; a replacement is asked as is.
         offset = 0 if self._resume is None else self._resume.offset
         for index, call in enumerate(self._calls, offset):
-            slot = Slot(call, Declaration(self._batch_id, index))
+            slot = Slot(call, Declaration(self._batch_id, index, None if self._origin is None else self._origin.key))
             if classify is None:
                 mode, slot.parsed = classify_reading(call, view)
             else:
@@ -240,8 +221,8 @@ class BatchRun:
                     await hooks.batch_finished()
                 hooks = None
             if self._parked:
-                return BatchSuspended(tuple(self._delivered), tuple(self._parked))
-            return list(self._delivered)
+                return BatchSuspended(tuple(self._delivered), tuple(self._parked), tuple(self._contexts))
+            return BatchOutcomes(self._delivered, self._contexts)
         finally:
             self._source.close()
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
@@ -435,6 +416,9 @@ class BatchRun:
         if self._audit:
             slot.started = time.perf_counter()
         declared, execution, entry, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
+        origin = self._origin
+        if origin is not None and origin.depth > self._max_child_depth:  # declared and recorded, never run
+            early = too_deep(execution, origin.depth, self._max_child_depth)
         slot.execution = execution
         slot.entry = entry
         if self._sink is not None and (self._resume is None or slot.declaration.index not in self._resume.declared):
@@ -501,11 +485,12 @@ class BatchRun:
                 return
             pool.passed(slot)
         slot.dispatched = True
+        key = slot.declaration.child or str(slot.declaration.index)
         if worker is None:
-            slot.finish(await self._pipeline.execute(execution, entry, interruptible))
+            slot.finish(await self._pipeline.execute(execution, entry, interruptible, key))
             return
         worker.running = slot
-        outcome = await self._pipeline.execute(execution, entry, False)
+        outcome = await self._pipeline.execute(execution, entry, False, key)
         worker.running = None
         slot.finish(outcome)
 
@@ -544,8 +529,11 @@ class BatchRun:
                 return
             execution, outcome = slot.execution, slot.outcome
             assert execution is not None and outcome is not None
+            contexts: tuple[str, ...] = ()
             if slot.dispatched:
-                outcome = await self._pipeline.review(execution, outcome)
+                outcome, contexts = await self._pipeline.review(execution, outcome)
+                if self._origin is not None:  # a child call adds no context
+                    contexts = ()
             outcome = self._pipeline.finalize(execution, slot.entry, outcome)
             if self._audit:
                 await self._audit_call(slot, outcome)
@@ -556,6 +544,8 @@ class BatchRun:
                 return
             if self._sink is not None:
                 try:
+                    if contexts and self._hooks is not None and self._hooks.contexts is not None:
+                        await told(slot.declaration, self._hooks.contexts, contexts)
                     await told(slot.declaration, self._sink.outcome_ready, outcome)
                 except Exception as exc:
                     self._abort(SinkError(f"sink failed to record the outcome of {outcome.call_id!r}: {describe_exception(exc)}"))
@@ -564,7 +554,21 @@ class BatchRun:
             # policies (even awaiting ones) let the outcome through and the sink recorded it.
             slot.take_up()
             self._delivered.append(outcome)
+            self._contexts.extend(contexts)
             await self._pipeline.notify(execution, outcome)
+
+    async def _run_child(self, call: ToolCall, origin: ChildOrigin, token: CancellationToken) -> ToolExecutionOutcome:
+        """One child call of a body of this run, as its own one-call run; a fault there stops this run too."""
+        sink = None if self._sink is None else ChildSink(self._sink)
+        child = BatchRun([call], self._view, self._listeners, self._provider, 1, sink, token,
+                         max_child_depth=self._max_child_depth, origin=origin)
+        try:
+            outcomes = await child.run()
+        except BatchAbortedError as fault:
+            self._abort(fault)
+            return ToolExecutionOutcome.failed(call.call_id, call.name, Codes.ABORTED, f"the batch was aborted: {fault}")
+        assert isinstance(outcomes, list) and len(outcomes) == 1  # a child's sink never parks a call
+        return outcomes[0]
 
     async def _audit_call(self, slot: Slot, outcome: ToolExecutionOutcome) -> None:
         """One :class:`ToolAuditRecord` per call, to every audit listener; their failures are contained."""

@@ -27,7 +27,7 @@ def _hook(sink: object, name: str) -> Callable[..., Awaitable[None]] | None:
 class HookSet:
     """The optional hooks one sink has; each call turns a failure into :class:`SinkError`."""
 
-    __slots__ = ("_started", "asked", "decided", "from_grant", "granted", "_flush", "_finished", "_parks")
+    __slots__ = ("_started", "asked", "decided", "from_grant", "granted", "_flush", "contexts", "_finished", "_parks")
 
     def __init__(self, sink: object) -> None:
         self._started = _hook(sink, "batch_started")
@@ -36,6 +36,7 @@ class HookSet:
         self.from_grant = _hook(sink, "approval_from_grant")
         self.granted = _hook(sink, "approval_granted")
         self._flush = _hook(sink, "flush")
+        self.contexts = _hook(sink, "contexts_added")
         self._finished = _hook(sink, "batch_finished")
         self._parks = getattr(sink, "parks_approvals", False) is True
 

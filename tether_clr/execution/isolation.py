@@ -67,10 +67,12 @@ class InOwnContext(Generic[_T]):
                 error = thrown
 
 
-def in_own_context(awaitable: Any) -> Any:
-    """``awaitable`` to await in a fresh copy of the current context (a coroutine), or unchanged (anything else)."""
+def in_own_context(awaitable: Any, context: contextvars.Context | None = None) -> Any:
+    """``awaitable`` to await in a fresh copy of the current context (a coroutine), or unchanged (anything else).
+
+    ``context``: that copy, prepared by the caller (one lending a body its child-call handle)."""
     if isinstance(awaitable, Coroutine):
-        return InOwnContext(awaitable, contextvars.copy_context())
+        return InOwnContext(awaitable, contextvars.copy_context() if context is None else context)
     return awaitable
 
 

@@ -25,6 +25,7 @@ from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.execution.grants import approval_request
 from tether_clr.execution.isolation import foreign_cancellation, in_own_context
+from tether_clr.foundations.children import context_lending
 from tether_clr.foundations.arguments import (
     InvalidArgumentsJson,
     ParsedArguments,
@@ -43,6 +44,7 @@ from tether_clr.foundations.errors import (
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.foundations.text import describe_exception, exception_text, safe_repr
 from tether_clr.records.content import as_parts, content_parts, parts_to_json
+from tether_clr.records.contexts import checked_contexts
 from tether_clr.records.decisions import (
     ApprovalResult,
     ToolPostDecision,
@@ -61,6 +63,7 @@ from tether_clr.records.suspension import PendingApproval, call_fingerprint
 if TYPE_CHECKING:
     from tether_clr.catalog.entries import ToolEntry
     from tether_clr.catalog.views import SealedToolCatalogView
+    from tether_clr.execution.children import ChildCalling
     from tether_clr.execution.listeners import ListenerKind, ListenerSnapshot
     from tether_clr.execution.ports import ApprovalProvider
     from tether_clr.records.scope import AgentPipelineScope
@@ -207,10 +210,14 @@ _STAGE_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "po
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
-    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains", "_unloaded")
+    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains", "_unloaded", "children")
 
-    def __init__(self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None) -> None:
+    def __init__(
+        self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None,
+        children: ChildCalling | None = None,
+    ) -> None:
         self._view = view
+        self.children = children  # lends a body that makes child calls its handle (execution/children.py)
         self._unloaded = view.unloaded  # empty, so falsy, in a view with no deferred tool: nothing more is paid
         self._listeners = listeners
         self._approval = approval
@@ -427,7 +434,9 @@ class CallPipeline:
         """ABORTED for a body its execution's token interrupted, as :meth:`execute` reports it."""
         return _fail(execution, Codes.ABORTED, f"cancelled: {execution.cancellation.reason or 'cancellation requested'}")
 
-    async def execute(self, execution: ToolExecution, entry: ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
+    async def execute(
+        self, execution: ToolExecution, entry: ToolEntry, interruptible: bool = True, key: str | None = None
+    ) -> ToolExecutionOutcome:
         """Execute waterfall around the tool body; never raises for tool faults.
 
         ``interruptible=False`` is the batch's promise that nothing can cancel the
@@ -436,19 +445,20 @@ class CallPipeline:
         a cancel scope around this call itself (a parallel worker, which then
         reports an interrupted body with :meth:`cancelled`); with no execute
         listener to swap in another token, the body then runs without a cancel
-        scope of its own.
+        scope of its own. ``key``: the call's key in the step (its position, or a
+        child's key), under which a body that makes child calls keys its children.
         """
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
-                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible)
+                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key)
             except BaseException as exc:
                 _reraise_unless_contained(exc)
                 return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
         async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
             if index == len(chain):
-                return await self._run_body(dispatch, entry)
+                return await self._run_body(dispatch, entry, True, key)
 
             async def next_(changed: ToolDispatch | None = None) -> ToolExecutionOutcome:
                 if changed is None:
@@ -468,9 +478,14 @@ class CallPipeline:
             _reraise_unless_contained(exc)
             return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
-    async def _run_body(self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True) -> ToolExecutionOutcome:
+    async def _run_body(
+        self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True, key: str | None = None
+    ) -> ToolExecutionOutcome:
         execution = dispatch.execution
         outcome: ToolExecutionOutcome | None = None
+        lent = None  # a body that makes child calls gets a handle, closed when the body ends
+        if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
+            lent = self.children.lend(execution, key, dispatch.cancellation)
         # The caller's token always reaches the body, even if a listener swapped in an unlinked one.
         linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
         with linked as scope:
@@ -480,7 +495,11 @@ class CallPipeline:
                     body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, dispatch.cancellation)
                 else:
                     body = entry.tool.invoke(execution.arguments, dispatch.cancellation)
-                value = await in_own_context(body)
+                try:
+                    value = await in_own_context(body, None if lent is None else context_lending(lent))
+                finally:
+                    if lent is not None:
+                        lent.close()
             except ToolArgumentError as exc:
                 outcome = _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
             except OperationCancelledError as exc:
@@ -510,17 +529,28 @@ class CallPipeline:
         return _with_hook_content(execution, outcome, entry.project_content, "project_content")
 
     # ---------------------------------------------------------------- review
-    async def review(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
-        """Post-execute waterfall: accept, replace or block a dispatched call's outcome."""
+    async def review(
+        self, execution: ToolExecution, outcome: ToolExecutionOutcome
+    ) -> tuple[ToolExecutionOutcome, tuple[str, ...]]:
+        """Post-execute waterfall: accept, replace or block a dispatched call's outcome; with the
+        additional contexts the decision adds (none when the waterfall failed)."""
         chain = self._chain("post_execute", execution.scope)
         if not chain:
-            return outcome
+            return outcome, ()
 
         try:
             decision = await _post_step(chain, 0, execution, outcome)
         except BaseException as exc:
             _reraise_unless_contained(exc)
-            return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}")
+            return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}"), ()
+        try:  # a decision built without its factories is checked here: bad contexts fail the call closed
+            contexts = checked_contexts(decision.contexts)
+        except (TypeError, ValueError) as exc:
+            return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener added a bad context: {exc}"), ()
+        return self._decided(execution, outcome, decision), contexts
+
+    @staticmethod
+    def _decided(execution: ToolExecution, outcome: ToolExecutionOutcome, decision: ToolPostDecision) -> ToolExecutionOutcome:
         if decision.is_accept:
             return outcome
         if decision.is_block:

@@ -67,6 +67,9 @@ class SinkHooks(Protocol):
       of a group starts, and before the delivery waits for a body still running.
       A sink may buffer what it was told and make it durable here, so a group's
       declarations, or results that are ready together, are one transaction;
+    * ``contexts_added(contexts)``: the additional contexts post-execute listeners
+      added for a call (non-empty, in order), right before that call's
+      ``outcome_ready``, under the same declaration; never for a child call;
     * ``batch_finished()``: once, when the batch returns or raises.
 
     And one attribute: ``parks_approvals = True`` says the sink is a log a
@@ -95,11 +98,14 @@ class SinkHooks(Protocol):
 
     async def flush(self) -> None: ...
 
+    async def contexts_added(self, contexts: Sequence[str]) -> None: ...
+
     async def batch_finished(self) -> None: ...
 
 
 OPTIONAL_HOOKS: tuple[str, ...] = (
-    "batch_started", "approval_asked", "approval_decided", "approval_from_grant", "approval_granted", "flush", "batch_finished",
+    "batch_started", "approval_asked", "approval_decided", "approval_from_grant", "approval_granted", "flush",
+    "contexts_added", "batch_finished",
 )
 """The method names of :class:`SinkHooks`, in the order a batch first calls them."""
 
@@ -148,16 +154,26 @@ class ForwardingSink:
     async def flush(self) -> None:
         await self.inner.flush()  # type: ignore[attr-defined]
 
+    async def contexts_added(self, contexts: Sequence[str]) -> None:
+        await self.inner.contexts_added(contexts)  # type: ignore[attr-defined]
+
     async def batch_finished(self) -> None:
         await self.inner.batch_finished()  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
 class Declaration:
-    """One declared call: the batch run that declared it and its position in the model's order."""
+    """One declared call: the batch run that declared it and its position in the model's order.
+
+    ``child`` is set for a child call (one a tool body made, see
+    :class:`~tether_clr.ChildCalls`): its key under the step, ``"<position of
+    the model's call>/<n>"`` (``/<m>`` more per level), while ``batch_id`` and
+    ``index`` (0) name the child's own one-call batch run.
+    """
 
     batch_id: str
     index: int
+    child: str | None = None
 
 
 _DECLARATION: ContextVar[Declaration | None] = ContextVar("tether_clr_declaration", default=None)

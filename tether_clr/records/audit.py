@@ -28,6 +28,7 @@ class ToolAuditRecord:
     ``None`` on success and one of the eight failure codes otherwise (a refused
     call always has one); ``reason`` refines it. The identity and catalog
     fields are ``None`` when the call ran against a plain ``seal()`` view.
+    ``parent_call_id`` names the call whose body made this one (a child call), else ``None``.
     """
 
     request_id: str | None
@@ -46,10 +47,11 @@ class ToolAuditRecord:
     code: str | None
     reason: str | None
     latency_ms: float
+    parent_call_id: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("request_id", "tenant_id", "principal_id", "agent_id", "model_name", "logical_name",
-                     "version", "schema_hash", "reason"):
+                     "version", "schema_hash", "reason", "parent_call_id"):
             optional_str(getattr(self, name), name)
         # The model may send any name or call id, even an empty one; each is recorded as sent.
         for name in ("requested_name", "call_id"):

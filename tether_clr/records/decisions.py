@@ -8,8 +8,11 @@ is a contract violation that fails closed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from enum import Enum
 from typing import Any
+
+from tether_clr.records.contexts import check_context
 
 __all__ = ["ApprovalResult", "ToolExecutionMode", "ToolPostDecision", "ToolPreDecision"]
 
@@ -87,22 +90,37 @@ _ALLOW = ToolPreDecision("allow")
 
 @dataclass(frozen=True, slots=True)
 class ToolPostDecision:
+    """A post-execute listener's verdict on a dispatched call's outcome: accept, replace or block.
+
+    Each factory takes ``add_context``: model-facing text the host should show
+    the model after the step's results ("the file changed since you read it"),
+    kept in ``contexts``. The decision the waterfall ends with is the one that
+    counts, contexts included: a listener that overrides ``await next()`` keeps
+    the inner contexts only by passing them on (:meth:`with_context`). Contexts
+    of a child call are ignored (see docs/pipeline.md#additional-contexts).
+    """
+
     kind: str
     value: Any = None
     reason: str | None = None
+    contexts: tuple[str, ...] = ()
 
     @classmethod
-    def accept(cls) -> ToolPostDecision:
-        return _ACCEPT
+    def accept(cls, *, add_context: str | None = None) -> ToolPostDecision:
+        return _ACCEPT if add_context is None else cls("accept", contexts=_contexts(add_context))
 
     @classmethod
-    def replace(cls, value: Any) -> ToolPostDecision:
+    def replace(cls, value: Any, *, add_context: str | None = None) -> ToolPostDecision:
         """Replace the outcome with a successful one carrying ``value``."""
-        return cls("replace", value)
+        return cls("replace", value, contexts=_contexts(add_context))
 
     @classmethod
-    def block(cls, reason: str) -> ToolPostDecision:
-        return cls("block", reason=_require_reason(reason, "block"))
+    def block(cls, reason: str, *, add_context: str | None = None) -> ToolPostDecision:
+        return cls("block", reason=_require_reason(reason, "block"), contexts=_contexts(add_context))
+
+    def with_context(self, text: str) -> ToolPostDecision:
+        """This decision with ``text`` added after its contexts (a listener passing on ``await next()``'s)."""
+        return dataclass_replace(self, contexts=(*self.contexts, check_context(text)))
 
     @property
     def is_accept(self) -> bool:
@@ -115,6 +133,10 @@ class ToolPostDecision:
     @property
     def is_block(self) -> bool:
         return self.kind == "block"
+
+
+def _contexts(text: str | None) -> tuple[str, ...]:
+    return () if text is None else (check_context(text),)
 
 
 _ACCEPT = ToolPostDecision("accept")

@@ -62,11 +62,13 @@ class BatchSuspended:
     before the first parked one). ``pending``: the parked calls, in model order.
     The calls after the first parked one were not admitted: no body of theirs
     ran; they run when the step is resumed (or end ABORTED_BEFORE_DISPATCH when
-    it is cancelled).
+    it is cancelled). ``additional_contexts``: what post-execute listeners added
+    for the delivered calls, in their model order (see :class:`~tether_clr.BatchOutcomes`).
     """
 
     delivered: tuple[ToolExecutionOutcome, ...]
     pending: tuple[PendingApproval, ...]
+    additional_contexts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.pending:

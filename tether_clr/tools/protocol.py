@@ -22,7 +22,10 @@ class Tool(Protocol):
     registration option of the same name takes precedence over it. A tool may
     define ``requires_approval`` (a bool, or a predicate over the parsed
     arguments): a real ``ApprovalRequiredAIFunction`` does; it adds to, and is
-    never loosened by, the registration option of the same name.
+    never loosened by, the registration option of the same name. A tool whose
+    body calls other tools says ``makes_child_calls = True`` and reads
+    :func:`~tether_clr.current_child_calls` in ``invoke`` (a ``PythonFunction``
+    does this for a parameter annotated ``ChildCalls``).
     """
 
     @property

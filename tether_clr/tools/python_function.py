@@ -17,6 +17,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.foundations.children import ChildCalls, current_child_calls
 from tether_clr.foundations.errors import ToolArgumentError
 from tether_clr.foundations.json_values import detach
 from tether_clr.tools.predicates import as_concurrency_predicate
@@ -49,12 +50,16 @@ class _Binder:
         self.positional: list[tuple[str, str]] = []
         self.keyword: list[tuple[str, str]] = []
         self.cancellation_param: str | None = None
+        self.children_param: str | None = None
         for index, param in enumerate(signature.parameters.values()):
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"{owner_name}: *args/**kwargs cannot be described by a JSON schema")
             annotation = hints.get(param.name, param.annotation)
             if annotation is CancellationToken or param.name == "cancellation":
                 self.cancellation_param = param.name
+                continue
+            if isinstance(annotation, type) and issubclass(annotation, ChildCalls):
+                self.children_param = param.name
                 continue
             if annotation is _ABSENT:
                 annotation = Any
@@ -87,7 +92,16 @@ class _Binder:
         kwargs = {name: values[field] for field, name in self.keyword}
         if self.cancellation_param is not None:
             kwargs[self.cancellation_param] = cancellation
+        if self.children_param is not None:
+            kwargs[self.children_param] = _lent_child_calls()
         return args, kwargs
+
+
+def _lent_child_calls() -> ChildCalls:
+    handle = current_child_calls()
+    if handle is None:  # invoked outside the pipeline (a test calling invoke directly, a child too deep to lend)
+        raise ToolArgumentError("this tool makes child calls: it runs only through execute_batch, which lends it a ChildCalls handle")
+    return handle
 
 
 def _describe_validation_error(exc: ValidationError) -> str:
@@ -109,7 +123,10 @@ class PythonFunction:
 
     The JSON schema comes from pydantic, with unknown arguments forbidden. A
     parameter annotated ``CancellationToken`` (or named ``cancellation``) receives
-    the call's token and is not part of the schema. Synchronous callables run in a
+    the call's token and is not part of the schema; so does a parameter annotated
+    :class:`~tether_clr.ChildCalls`, which receives the handle its body makes
+    child calls through (``makes_child_calls`` is then True; the callable must be
+    ``async``, since child calls are awaited). Synchronous callables run in a
     worker thread by default so that a parallel group really overlaps; such a
     thread cannot be interrupted, only the token can ask it to stop.
     """
@@ -130,6 +147,8 @@ class PythonFunction:
         self._description = description
         self._binder = _Binder(fn, name)
         self._is_async = _is_async_callable(fn)
+        if self._binder.children_param is not None and not self._is_async:
+            raise TypeError(f"{name}: a ChildCalls parameter needs an async function (child calls are awaited)")
         self._run_sync_in_thread = run_sync_in_thread
         if is_concurrency_safe is not None:
             self.is_concurrency_safe = as_concurrency_predicate(is_concurrency_safe)
@@ -157,6 +176,11 @@ class PythonFunction:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def makes_child_calls(self) -> bool:
+        """True when the callable takes a :class:`~tether_clr.ChildCalls` parameter: the executor lends it one."""
+        return self._binder.children_param is not None
 
     @property
     def description(self) -> str:

@@ -86,19 +86,33 @@ def failure_fields(outcome: ToolExecutionOutcome) -> dict[str, Any]:
     return {"ok": False, "code": str(failure.code), "reason": getattr(failure, "reason", None), "message": failure.message}
 
 
-def call_payload(position: int, call: ToolCall) -> str:
-    """A ``tool/call`` payload as JSON text: position, name, the declared argument text, parent call."""
-    return dumps({"index": position, "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id})
+def _where(position: int | None, child: str | None) -> dict[str, Any]:
+    return {"index": position} if child is None else {"child": child}
 
 
-def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
+def call_payload(position: int | None, call: ToolCall, child: str | None = None) -> str:
+    """A ``tool/call`` payload as JSON text: position (a child call: its ``child`` key instead), name,
+    the declared argument text, parent call."""
+    return dumps({**_where(position, child), "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id})
+
+
+def result_payload(
+    position: int | None, outcome: ToolExecutionOutcome, child: str | None = None, contexts: tuple[str, ...] = ()
+) -> str:
     """A ``tool/result`` payload as JSON text: position, name, failure fields, the content when a
     content hook set it (images as base64 with their MIME type; otherwise it is the value's default
     text and is not written twice), and the value.
 
+    A child call has its ``child`` key instead of the position; ``contexts``, the
+    additional contexts post-execute listeners added for the call, are kept with its
+    result (what a resumed step's ``user/message`` events are written from).
+
     The value is already canonical JSON text: spliced in, not parsed and dumped again.
     """
-    fields: dict[str, Any] = {"index": position, "name": outcome.name, **failure_fields(outcome)}
+    fields: dict[str, Any] = {**_where(position, child), "name": outcome.name, **failure_fields(outcome)}
+    if contexts:
+        fields["contexts"] = list(contexts)
     if outcome.explicit_content is not None:
         fields["content"] = parts_to_json(outcome.explicit_content)
     return dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
+

@@ -6,6 +6,10 @@ about (tool events only) and a JSON payload. Events are keyed by
 (session, turn, step, call id), and tool events also by the call's position in
 the model's proposal (``payload["index"]``), so a provider that reuses call ids
 across steps, or even inside one step, never makes one call's result answer another.
+A child call (one a tool body made) has no ``index``: its events carry its key
+under the step instead (``payload["child"]``, ``"<index of the model's call>/<n>"``),
+starting with ``tool/ptc-dispatch``. ``user/message`` events carry the additional
+contexts of a step's calls, after its last ``tool/result``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ __all__ = [
     "APPROVAL_REVOKE",
     "Durability",
     "EVENT_KINDS",
+    "PTC_DISPATCH",
     "STEP_END",
     "STEP_START",
     "SessionEvent",
@@ -33,18 +38,21 @@ __all__ = [
     "TOOL_RESULT",
     "TURN_END",
     "TURN_START",
+    "USER_MESSAGE",
     "call_fingerprint",
 ]
 
 TURN_START: Final = "turn/start"
 STEP_START: Final = "step/start"
 ASSISTANT_MESSAGE: Final = "assistant/message"
+PTC_DISPATCH: Final = "tool/ptc-dispatch"
 TOOL_CALL: Final = "tool/call"
 APPROVAL_ASKED: Final = "approval/asked"
 APPROVAL_DECIDED: Final = "approval/decided"
 APPROVAL_GRANT: Final = "approval/grant"  # a remembered answer (see tether_clr.recording.session.grants)
 APPROVAL_REVOKE: Final = "approval/revoke"  # a grant ended by store.revoke_grant: no step, any turn
 TOOL_RESULT: Final = "tool/result"
+USER_MESSAGE: Final = "user/message"
 STEP_END: Final = "step/end"
 TURN_END: Final = "turn/end"
 
@@ -52,12 +60,14 @@ EVENT_KINDS: Final = (
     TURN_START,
     STEP_START,
     ASSISTANT_MESSAGE,
+    PTC_DISPATCH,
     TOOL_CALL,
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
     APPROVAL_GRANT,
     APPROVAL_REVOKE,
     TOOL_RESULT,
+    USER_MESSAGE,
     STEP_END,
     TURN_END,
 )

@@ -69,7 +69,7 @@ def grant_violations(events: Sequence[SessionEvent], others: Sequence[SessionEve
     decided: dict[tuple[int, int | None, object], SessionEvent] = {}
     for event in events:
         if event.kind == APPROVAL_DECIDED:
-            decided[(event.turn, event.step, event.payload.get("index"))] = event
+            decided[(event.turn, event.step, _call_key(event))] = event
             if "grant" in event.payload:
                 problems.extend(_from_grant(event, session, grants, revoked, checkable=bool(others)))
         elif event.kind == APPROVAL_GRANT and event.payload.get("grant_id") in grants:
@@ -78,7 +78,7 @@ def grant_violations(events: Sequence[SessionEvent], others: Sequence[SessionEve
                 continue
             if grant.session_id != session:
                 problems.append(f"{_where(event)}: the grant names session {grant.session_id!r}")
-            answer = decided.get((event.turn, event.step, event.payload.get("index")))
+            answer = decided.get((event.turn, event.step, _call_key(event)))
             if answer is None or answer.payload.get("always") != grant.scope.value or answer.payload.get("decision") != grant.decision.value:
                 problems.append(f"{_where(event)}: no \"always\" answer of the same decision and scope precedes the grant")
         elif event.kind == APPROVAL_REVOKE:
@@ -89,6 +89,12 @@ def grant_violations(events: Sequence[SessionEvent], others: Sequence[SessionEve
             elif revoked.get(grant_id) != event.seq:
                 problems.append(f"{_where(event)}: grant {grant_id!r} is revoked twice")
     return problems
+
+
+def _call_key(event: SessionEvent) -> object:
+    """Which call of its step an approval event is about: a child call's key, else the model's position."""
+    child = event.payload.get("child")
+    return ("child", child) if isinstance(child, str) else event.payload.get("index")
 
 
 def _from_grant(

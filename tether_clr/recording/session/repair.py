@@ -9,6 +9,12 @@ a crash left open, closed:
   ``tool/call`` marked ``repaired`` and its result ABORTED_BEFORE_DISPATCH,
   reason ``interrupted`` (it never ran; the call is declared so that every result
   still answers a call);
+* a child call (one a tool body made: ``tool/ptc-dispatch`` and its ``tool/call``)
+  without ``tool/result``: a result ABORTED ``interrupted``, deepest children
+  first and before any result synthesized for the model's calls (a crash
+  mid-child interrupted its parent too, whose result follows);
+* the additional contexts recorded with the step's results become its
+  ``user/message`` events, after the last result;
 * then the open step gets ``step/end`` and the open turn ``turn/end``;
 * a suspended step (a call parked for an approval decision) keeps its parked
   call and the calls after it open, and its turn stays open: they are
@@ -32,9 +38,10 @@ from tether_clr.recording.session.events import (
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
+    USER_MESSAGE,
     SessionEvent,
 )
-from tether_clr.recording.session.steps import StepLog, read_steps
+from tether_clr.recording.session.steps import StepLog, read_steps, step_contexts, user_message
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 
 __all__ = ["INTERRUPTED", "NewEvent", "plan_repair"]
@@ -72,16 +79,32 @@ def plan_repair(events: Sequence[SessionEvent]) -> list[NewEvent]:
     for step in read.steps.values():
         if step.ended:
             continue
+        plan.extend(_close_children(step))
         if step.suspended:
             plan.extend(_close_calls(step, before=step.parked[0]))
             open_turns.discard(step.turn)
             continue
         plan.extend(_close_calls(step))
+        plan.extend(
+            NewEvent(step.turn, step.step, USER_MESSAGE, call_id, {**user_message(position, text), "repaired": True})
+            for position, call_id, text in ([] if step.messaged else step_contexts(step))
+        )
         plan.append(NewEvent(step.turn, step.step, STEP_END, None, {"repaired": True}))
     for turn in read.turns:
         if turn in open_turns:
             plan.append(NewEvent(turn, None, TURN_END, None, {"repaired": True}))
     return plan
+
+
+def _close_children(step: StepLog) -> list[NewEvent]:
+    """A result ABORTED ``interrupted`` for every child call of ``step`` declared without one, deepest first."""
+    open_children = sorted(set(step.child_calls) - set(step.child_results), key=lambda key: (-key.count("/"), key))
+    closing = []
+    for key in open_children:
+        declared = step.child_calls[key]
+        result = _failed(Codes.ABORTED, "interrupted: the writer stopped during this child call; its body may have run")
+        closing.append(NewEvent(step.turn, step.step, TOOL_RESULT, declared.call_id, {"child": key, "name": declared.payload.get("name"), **result}))
+    return closing
 
 
 def _close_calls(step: StepLog, before: int | None = None) -> list[NewEvent]:

@@ -43,10 +43,11 @@ from tether_clr.recording.session.events import (
     STEP_END,
     TOOL_CALL,
     TOOL_RESULT,
+    USER_MESSAGE,
     SessionEvent,
 )
 from tether_clr.recording.session.protocol import SessionClaim, SessionStore
-from tether_clr.recording.session.steps import StepLog, read_steps
+from tether_clr.recording.session.steps import StepLog, read_steps, step_contexts, user_message
 from tether_clr.records.content import parts_from_json
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
@@ -240,7 +241,8 @@ async def resume_step(
         if view is None:
             view = _default_view(catalog, claim.session_id, step, first)
         sink = store.sink(claim.session_id, step.turn, step.step, claim=claim)
-        point = ResumePoint(first, frozenset(step.declared), decided, prior)
+        contexts = tuple(text for position, _, text in step_contexts(step) if position < first)
+        point = ResumePoint(first, frozenset(step.declared), decided, prior, contexts)
         wrapped: ToolCallSink = sink if wrap_sink is None else wrap_sink(sink)
         hooks = HookSet.of(wrapped)
         if hooks is None or not hooks.parks_approvals:
@@ -267,6 +269,10 @@ async def cancel_step(store: SessionStore, session_id: str, reason: str) -> list
         rows: list[PendingEvent] = []
         for position, call in enumerate(_calls(step, first), first):
             rows.extend(_cancelled(step, position, call, reason, outcomes))
+        rows.extend(  # the contexts of the calls delivered before it was suspended: after the last result
+            PendingEvent(step.turn, step.step, USER_MESSAGE, call_id, None, dumps(user_message(position, text)))
+            for position, call_id, text in step_contexts(step)
+        )
         rows.append(PendingEvent(step.turn, step.step, STEP_END, None, None, dumps({"calls": len(step.proposed), CANCELLED: True})))
     with anyio.CancelScope(shield=True):  # one transaction: the step ends and the lease is released
         await store.append(claim.session_id, claim.holder, rows, first=False, release=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from tether_clr.execution.ports import current_declaration
+from tether_clr.execution.ports import Declaration, current_declaration
 from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.encoding import (
     PendingEvent,
@@ -33,15 +33,17 @@ from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
     APPROVAL_GRANT,
     ASSISTANT_MESSAGE,
+    PTC_DISPATCH,
     STEP_END,
     STEP_START,
     TOOL_CALL,
     TOOL_RESULT,
+    USER_MESSAGE,
     call_fingerprint,
 )
 from tether_clr.recording.session.grants import GrantRecord, new_grant
 from tether_clr.recording.session.protocol import SessionClaim, SessionStore
-from tether_clr.recording.session.steps import read_steps
+from tether_clr.recording.session.steps import read_steps, step_contexts, user_message
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.grants import ApprovalGrant, GrantKey, grant_of, plain_result
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
@@ -66,7 +68,16 @@ class SessionSink:
     among this step's grants not yet committed); ``batch_finished`` ``step/end`` (only if every proposed call was
     declared and has its result: a step an infrastructure fault stopped stays open for
     :meth:`SessionStore.repair`) and releases the lease. ``flush`` makes every
-    buffered event durable. The first write takes the session's lease, which is
+    buffered event durable.
+
+    A child call (its declaration names a ``child``) is recorded under the
+    step with its key instead of a position: ``tool/ptc-dispatch`` (who made it:
+    the parent's call id and position, the depth) and ``tool/call`` together,
+    its approval events, and its ``tool/result`` when it ends; it counts for
+    nothing the step's end waits for. ``contexts_added`` keeps a call's additional
+    contexts with its ``tool/result``; when the step ends they are written as
+    ``user/message`` events, in model order, after its last result and before
+    ``step/end`` (a resumed step's include those recorded before it was suspended). The first write takes the session's lease, which is
     renewed while the batch runs and released when it returns.
     """
 
@@ -90,6 +101,8 @@ class SessionSink:
         self._answered: set[int] = set()
         self._next_position = 0
         self._proposed = 0
+        self._contexts: list[tuple[int, str | None, str]] = []  # (position, call id, text): the user/message events due
+        self._adding: tuple[int, tuple[str, ...]] | None = None  # contexts_added, for the outcome_ready that follows
         if claim is not None:
             self._continue(claim)
 
@@ -104,6 +117,7 @@ class SessionSink:
         self._holder, self._leased = claim.holder, True
         self._declared, self._answered, self._proposed = set(step.declared), set(step.results), len(step.proposed)
         self._next_position = max(self._declared, default=-1) + 1
+        self._contexts = step_contexts(step)
 
     # ------------------------------------------------------------ buffering
     def _add(self, kind: str, call_id: str | None, position: int | None, payload: str) -> None:
@@ -155,15 +169,38 @@ class SessionSink:
         await self._added()
 
     async def call_declared(self, call: ToolCall) -> None:
+        declaration = current_declaration()
+        if declaration is not None and declaration.child is not None:
+            self._dispatched(declaration.child, call)
+            await self._added()
+            return
         position = self._position(True)
         self._declared.add(position)
         self._add(TOOL_CALL, call.call_id, position, call_payload(position, call))
         await self._added()
 
-    async def approval_asked(self, execution: ToolExecution, reason: str | None) -> None:
+    def _dispatched(self, child: str, call: ToolCall) -> None:
+        """A child call's ``tool/ptc-dispatch`` and ``tool/call``, keyed ``child`` under the step."""
+        parent, _, _ = child.partition("/")
+        dispatch = {
+            "child": child, "parent_call_id": call.parent_call_id, "parent_index": int(parent) if parent.isdigit() else None,
+            "depth": child.count("/"), "name": call.name, "arguments": call.arguments,
+        }
+        self._add(PTC_DISPATCH, call.call_id, None, dumps(dispatch))
+        self._add(TOOL_CALL, call.call_id, None, call_payload(None, call, child))
+
+    def _where(self) -> tuple[int | None, dict[str, Any]]:
+        """The position column and payload key of an approval event: the call's position, or a child's key."""
+        declaration: Declaration | None = current_declaration()
+        if declaration is not None and declaration.child is not None:
+            return None, {"child": declaration.child}
         position = self._position(False)
+        return position, {"index": position}
+
+    async def approval_asked(self, execution: ToolExecution, reason: str | None) -> None:
+        position, where = self._where()
         payload = {
-            "index": position,
+            **where,
             "name": execution.name,
             "arguments": execution.arguments_json,
             "fingerprint": call_fingerprint(execution.name, execution.arguments_json),
@@ -177,16 +214,18 @@ class SessionSink:
         await self._added()
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None:
-        """``approval/decided``: an "always" answer is recorded as its plain decision, with ``always`` its scope."""
+        """``approval/decided``: an "always" answer is recorded as its plain decision, with ``always`` its scope.
+
+        A child call is never parked: its ``DEFERRED`` is recorded as ``deferred_refused`` (it ends UNAVAILABLE)."""
         plain, grant = plain_result(result), grant_of(result)
-        await self._decided(execution, {
-            "decision": plain.value if isinstance(plain, ApprovalResult) else "invalid",
-            **({} if grant is None else {"always": grant.scope.value}),
-        })
+        decision = plain.value if isinstance(plain, ApprovalResult) else "invalid"
+        if plain is ApprovalResult.DEFERRED and self._where()[0] is None:
+            decision = "deferred_refused"
+        await self._decided(execution, {"decision": decision, **({} if grant is None else {"always": grant.scope.value})})
 
     async def _decided(self, execution: ToolExecution, fields: dict[str, Any]) -> None:
-        position = self._position(False)
-        payload = {"index": position, "name": execution.name, **fields}
+        position, where = self._where()
+        payload = {**where, "name": execution.name, **fields}
         payload["fingerprint"] = call_fingerprint(execution.name, execution.arguments_json)
         self._add(APPROVAL_DECIDED, execution.call_id, position, dumps(payload))
         await self._added()
@@ -215,15 +254,27 @@ class SessionSink:
         record = new_grant(uuid.uuid4().hex, self.session_id, execution, key, grant)
         if record is None:
             return
-        position = self._position(False)
-        self._add(APPROVAL_GRANT, execution.call_id, position, dumps({"index": position, "name": execution.name, **record.payload()}))
+        position, where = self._where()
+        self._add(APPROVAL_GRANT, execution.call_id, position, dumps({**where, "name": execution.name, **record.payload()}))
         self._made.append(record)
         await self._added()
 
+    async def contexts_added(self, contexts: Sequence[str]) -> None:
+        """The additional contexts of the call whose ``outcome_ready`` comes next (kept with its result)."""
+        self._adding = (self._position(False), tuple(contexts))
+
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
+        declaration = current_declaration()
+        if declaration is not None and declaration.child is not None:
+            self._add(TOOL_RESULT, outcome.call_id, None, result_payload(None, outcome, declaration.child))
+            await self._added()
+            return
         position = self._position(False)
+        adding, self._adding = self._adding, None
+        contexts = adding[1] if adding is not None and adding[0] == position else ()
         self._answered.add(position)
-        self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome))
+        self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome, contexts=contexts))
+        self._contexts.extend((position, outcome.call_id, text) for text in contexts)
         await self._added()
 
     async def abandon(self) -> None:
@@ -238,6 +289,8 @@ class SessionSink:
         if self._finished:
             return
         if self._declared <= self._answered and len(self._declared) >= self._proposed:
+            for position, call_id, text in sorted(self._contexts, key=lambda context: context[0]):  # stable: FIFO per call
+                self._add(USER_MESSAGE, call_id, None, dumps(user_message(position, text)))
             self._add(STEP_END, None, None, dumps({"calls": len(self._declared)}))
         self._finished = True
         if self._flushing is None:

@@ -27,11 +27,12 @@ from tether_clr.recording.session.events import (
     TOOL_RESULT,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
     SessionEvent,
 )
 from tether_clr.records.decisions import ApprovalResult
 
-__all__ = ["DEFERRED", "SessionSteps", "StepLog", "event_position", "read_steps"]
+__all__ = ["DEFERRED", "SessionSteps", "StepLog", "child_key", "event_position", "read_steps", "step_contexts", "user_message"]
 
 DEFERRED = ApprovalResult.DEFERRED.value
 
@@ -40,6 +41,28 @@ def event_position(event: SessionEvent) -> int | None:
     """The call's position in the proposal, or None when the payload has no integer ``index``."""
     index = event.payload.get("index") if isinstance(event.payload, dict) else None
     return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
+def child_key(event: SessionEvent) -> str | None:
+    """A child call's key under its step (``"0/1"``), or None for an event that is not about a child call."""
+    key = event.payload.get("child") if isinstance(event.payload, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def user_message(position: int, text: str) -> dict[str, Any]:
+    """A ``user/message`` payload: one additional context (``text``) of the call at ``position``."""
+    return {"role": "user", "text": text, "call_index": position}
+
+
+def step_contexts(step: StepLog) -> list[tuple[int, str | None, str]]:
+    """The additional contexts recorded with the step's results: ``(position, call id, text)`` in model order."""
+    found: list[tuple[int, str | None, str]] = []
+    for position in sorted(step.results):
+        event = step.results[position]
+        contexts = event.payload.get("contexts")
+        if isinstance(contexts, list):
+            found.extend((position, event.call_id, text) for text in contexts if isinstance(text, str))
+    return found
 
 
 @dataclass
@@ -53,6 +76,9 @@ class StepLog:
     results: dict[int, SessionEvent] = field(default_factory=dict)
     asked: dict[int, SessionEvent] = field(default_factory=dict)  # the latest request per position
     decided: dict[int, SessionEvent] = field(default_factory=dict)  # the latest decision per position
+    child_calls: dict[str, SessionEvent] = field(default_factory=dict)  # child key -> its tool/call
+    child_results: dict[str, SessionEvent] = field(default_factory=dict)  # child key -> its tool/result
+    messaged: bool = False  # a user/message was written (the sink writes them with step/end)
     ended: bool = False
 
     @property
@@ -102,6 +128,13 @@ def read_steps(events: Sequence[SessionEvent]) -> SessionSteps:
             step.proposed = [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
         elif event.kind == STEP_END:
             step.ended = True
+        elif event.kind == USER_MESSAGE:
+            step.messaged = True
+        elif (child := child_key(event)) is not None:
+            if event.kind == TOOL_CALL:
+                step.child_calls[child] = event
+            elif event.kind == TOOL_RESULT:
+                step.child_results[child] = event
         elif position is None:
             continue
         elif event.kind == TOOL_CALL:

@@ -11,6 +11,11 @@
   still open, e.g. while a batch runs; a repaired log has none). A suspended
   step (a call parked for an approval decision) is open by design: it, its
   turn, and its calls from the first parked one on may stay unanswered;
+* a child call (one a tool body made, keyed ``payload["child"]``) has one
+  ``tool/ptc-dispatch``, then one ``tool/call``, then one ``tool/result``, and
+  the call that made it was declared before it;
+* the model sees a step's results first: no ``tool/result`` of a step follows
+  one of its ``user/message`` events (the additional contexts);
 * sequence numbers only grow;
 * grants: see :mod:`~tether_clr.recording.session.grant_checks` (an
   ``approval/revoke`` belongs to no step and may follow the end of its turn).
@@ -25,16 +30,18 @@ from dataclasses import replace
 from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
     APPROVAL_REVOKE,
+    PTC_DISPATCH,
     STEP_END,
     STEP_START,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
     SessionEvent,
 )
 from tether_clr.recording.session.grant_checks import grant_violations
-from tether_clr.recording.session.steps import read_steps
+from tether_clr.recording.session.steps import child_key, read_steps
 
 __all__ = ["log_violations"]
 
@@ -59,6 +66,7 @@ def log_violations(
     result_order: dict[tuple[int, int | None], list[object]] = {}
     turns: dict[int, str] = {}
     steps: dict[tuple[int, int | None], str] = {}
+    children = _Children()
     for event in events:
         where = f"seq {event.seq} ({event.kind}, turn {event.turn}, step {event.step}, call {event.call_id!r})"
         if last_seq is not None and event.seq <= last_seq:
@@ -84,8 +92,11 @@ def log_violations(
             continue
         if steps.get(key) != "open":
             problems.append(f"{where}: outside an open step")
+        children.see(event, where, calls, problems)
         if event.kind == STEP_END:
             steps[key] = "ended"
+        elif child_key(event) is not None:
+            continue
         elif event.kind in (TOOL_CALL, TOOL_RESULT):
             position = event.payload.get("index")
             if event.kind == TOOL_CALL:
@@ -117,9 +128,62 @@ def log_violations(
             for key, state in steps.items()
             if state == "open" and key not in suspended
         )
+    problems.extend(children.unanswered(steps, open_ok))
     problems.extend(_bodies_after_refusal(events))
     problems.extend(grant_violations(events, grant_events))
     return problems
+
+
+_Key = tuple[int, int | None, str]
+
+
+class _Children:
+    """The child calls of a log, and the order of each step's results and user/message events."""
+
+    def __init__(self) -> None:
+        self.dispatched: Counter[_Key] = Counter()
+        self.calls: Counter[_Key] = Counter()
+        self.results: Counter[_Key] = Counter()
+        self.messaged: set[tuple[int, int | None]] = set()
+
+    def see(self, event: SessionEvent, where: str, calls: Counter[tuple[int, int | None, object]], problems: list[str]) -> None:
+        step = (event.turn, event.step)
+        if event.kind == USER_MESSAGE:
+            self.messaged.add(step)
+            return
+        if event.kind == TOOL_RESULT and step in self.messaged:
+            problems.append(f"{where}: a result after the step's user/message (the model must see results first)")
+        key = child_key(event)
+        if key is None:
+            if event.kind == PTC_DISPATCH:
+                problems.append(f"{where}: a tool/ptc-dispatch without its child key")
+            return
+        child = (*step, key)
+        if event.kind == PTC_DISPATCH:
+            parent = key.rpartition("/")[0]
+            declared = calls[(*step, int(parent))] if parent.isdigit() else self.calls[(*step, parent)]
+            if not declared:
+                problems.append(f"{where}: child {key!r} dispatched by a call that was not declared")
+            self.dispatched[child] += 1
+        elif event.kind == TOOL_CALL:
+            if not self.dispatched[child]:
+                problems.append(f"{where}: child call {key!r} declared without its tool/ptc-dispatch")
+            self.calls[child] += 1
+        elif event.kind == TOOL_RESULT:
+            if not self.calls[child]:
+                problems.append(f"{where}: child result {key!r} without its call")
+            self.results[child] += 1
+
+    def unanswered(self, steps: dict[tuple[int, int | None], str], open_ok: bool) -> list[str]:
+        problems = []
+        for child in sorted(set(self.dispatched) | set(self.calls), key=str):
+            turn, step, key = child
+            if self.dispatched[child] > 1 or self.calls[child] > 1:
+                problems.append(f"turn {turn}, step {step}, child {key!r}: dispatched or declared more than once")
+            waiting = open_ok and steps.get((turn, step)) == "open" and self.results[child] == 0
+            if self.results[child] != 1 and not waiting:
+                problems.append(f"turn {turn}, step {step}, child {key!r}: {self.results[child]} results")
+        return problems
 
 
 # The codes a call refused before its body ends with; anything else means the body may have run.
@@ -130,7 +194,8 @@ def _bodies_after_refusal(events: Sequence[SessionEvent]) -> list[str]:
     refused: set[tuple[int, int | None, object]] = set()
     problems: list[str] = []
     for event in events:
-        key = (event.turn, event.step, event.payload.get("index"))
+        child = child_key(event)
+        key = (event.turn, event.step, event.payload.get("index") if child is None else f"child {child}")
         if event.kind == APPROVAL_DECIDED:  # the latest decision counts: a deferred call may be approved later
             if event.payload.get("decision") == "approved":
                 refused.discard(key)
