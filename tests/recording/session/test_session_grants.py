@@ -18,6 +18,7 @@ from tether_clr import (
     AgentPipelineScope,
     ApprovalGrant,
     ApprovalResult,
+    ChildCalls,
     GrantScope,
     InMemoryToolLog,
     PythonFunction,
@@ -291,3 +292,26 @@ async def test_log_violations_finds_a_decision_from_a_revoked_grant_and_a_grant_
     assert any("not a grant" in p for p in log_violations(bad))
     orphan = [*events, replace(revoke, seq=events[-1].seq + 1, payload={"grant_id": "nope"})]
     assert any("revokes no earlier grant" in p for p in log_violations(orphan))
+
+
+async def test_a_child_calls_always_answer_is_remembered_under_its_child_key(store: SqlSessionStore) -> None:
+    # Grants and child calls together: the first child's "always" answer decides the second
+    # child's ask and the parent's next call's, and the log's grant checks key children apart.
+    bodies: list[str] = []
+    registry, context, session = tools(ApprovalResult.APPROVED_ALWAYS, bodies), identity(), new_session()
+
+    async def code(calls: ChildCalls) -> list[Any]:
+        return [await calls.call_tool("delete", {"path": "/x"}), await calls.call_tool("delete", {"path": "/y"})]
+
+    registry.register(PythonFunction.from_callable(code))
+    turn = await store.begin_turn(session)
+    assembly = registry.assemble(context, AgentPipelineScope(session_id=session, owner=context.principal_id))
+    outcomes = await registry.execute_batch([call("c0", "code"), call("c1", "delete", {"path": "/z"})], assembly, sink=store.sink(session, turn, 1))
+    await store.end_turn(session, turn)
+    assert codes(outcomes) == [None, None] and bodies == ["/x", "/y", "/z"] and asked(registry) == 1
+    events = await store.events(session)
+    grant = next(e for e in events if e.kind == "approval/grant")
+    assert grant.payload.get("child") == "0/1" and "index" not in grant.payload
+    decided = [e.payload for e in events if e.kind == "approval/decided"]
+    assert [d.get("grant") for d in decided] == [None, grant.payload["grant_id"], grant.payload["grant_id"]]
+    assert log_violations(events) == []

@@ -129,10 +129,11 @@ def index_grants(execute: Execute, session_id: str, rows: Sequence[PendingEvent]
             raise ValueError(f"grant {grant.grant_id!r} names session {grant.session_id!r} but is logged in {session_id!r}")
         execute(
             f"INSERT INTO approval_grants ({_COLUMNS}) SELECT ?, MAX(seq), ?, ?, ?, ?, ?, ?, ?, ?, NULL FROM session_events "
-            "WHERE session_id = ? AND turn = ? AND step = ? AND position = ? AND kind = ?",
+            # A child call's events have no position: its (unique) child call id finds them.
+            "WHERE session_id = ? AND turn = ? AND step = ? AND (position = ? OR (position IS NULL AND call_id = ?)) AND kind = ?",
             (
                 grant.grant_id, grant.tenant_id, grant.principal_id, session_id, grant.scope.value, grant.tool, grant.major,
-                grant.schema_hash, grant.decision.value, session_id, row.turn, row.step, row.position, APPROVAL_GRANT,
+                grant.schema_hash, grant.decision.value, session_id, row.turn, row.step, row.position, row.call_id, APPROVAL_GRANT,
             ),
         )  # fmt: skip
 
