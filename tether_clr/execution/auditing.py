@@ -45,6 +45,7 @@ def audit_record(view: SealedToolCatalogView, slot: Slot, outcome: ToolExecution
         code=None if failure is None else str(failure.code),
         reason=None if failure is None else failure.reason,
         latency_ms=max(0.0, (time.perf_counter() - slot.started) * 1000.0),
+        attempts=slot.attempts,
     )
 
 

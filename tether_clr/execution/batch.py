@@ -43,6 +43,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -57,6 +58,8 @@ from tether_clr.execution.hooks import HookSet, RecordingApproval
 from tether_clr.execution.listeners import ListenerSnapshot
 from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.execution.pool import Pool, Slot, Worker
+from tether_clr.execution.retries import run_attempts
+from tether_clr.execution.timeouts import Timeouts
 from tether_clr.execution.ports import (
     ApprovalProvider,
     Declaration,
@@ -137,7 +140,7 @@ class BatchRun:
 
     ``listeners`` and ``approval`` are the registry's when the batch starts;
     ``classify`` replaces the built-in grouping (a registry subclass's
-    ``classify``); ``resume`` continues a suspended step.
+    ``classify``); ``resume`` continues a suspended step; ``timeouts``: the registry's.
     """
 
     def __init__(
@@ -151,6 +154,7 @@ class BatchRun:
         cancellation: CancellationToken | None,
         resume: ResumePoint | None = None,
         classify: Classifier | None = None,
+        timeouts: Timeouts | None = None,
     ) -> None:
         _validate(calls, view, max_parallelism)
         self._classify = classify
@@ -167,7 +171,7 @@ class BatchRun:
         self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
-        self._pipeline = CallPipeline(view, listeners, approval)
+        self._pipeline = CallPipeline(view, listeners, approval, timeouts)
         self._max_parallelism = max_parallelism
         # Parallel workers link their bodies to the batch token with one scope each, unless an
         # execute listener may hand a body another token (then each body links its own).
@@ -498,12 +502,30 @@ class BatchRun:
             pool.passed(slot)
         slot.dispatched = True
         if worker is None:
-            slot.finish(await self._pipeline.execute(execution, entry, interruptible))
+            slot.finish(await self._execute(slot, execution, entry, interruptible))
             return
         worker.running = slot
-        outcome = await self._pipeline.execute(execution, entry, False)
+        outcome = await self._execute(slot, execution, entry, False)
         worker.running = None
         slot.finish(outcome)
+
+    async def _execute(self, slot: Slot, execution: ToolExecution, entry: ToolEntry, interruptible: bool) -> ToolExecutionOutcome:
+        """The execute stage; once per attempt for a tool with a retry policy (:mod:`~tether_clr.execution.retries`)."""
+        if entry.retry is None:
+            return await self._pipeline.execute(execution, entry, interruptible)
+        return await run_attempts(
+            self._pipeline, execution, entry, interruptible, partial(self._attempted, slot, execution), partial(setattr, slot, "attempts")
+        )
+
+    async def _attempted(self, slot: Slot, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome, again: bool) -> bool:
+        """Tell the sink about an attempt (durable before the next one starts); False when it failed."""
+        try:
+            if self._hooks is not None:
+                await self._hooks.attempt_ended(slot.declaration, execution, attempt, outcome)
+        except SinkError as fault:
+            self._abort(fault)
+            return False
+        return not again or await self._flush()
 
     async def _deliver(self, slots: list[Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
         """A parallel group's deliverer task: :meth:`_deliver_in_order` in a scope ``_abort`` can cancel."""
@@ -542,7 +564,7 @@ class BatchRun:
             assert execution is not None and outcome is not None
             if slot.dispatched:
                 outcome = await self._pipeline.review(execution, outcome)
-            outcome = self._pipeline.finalize(execution, slot.entry, outcome)
+            outcome = self._pipeline.finalize(execution, slot.entry, outcome).with_attempts(slot.attempts)
             if self._audit:
                 await self._audit_call(slot, outcome)
             try:

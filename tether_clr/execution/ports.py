@@ -56,6 +56,9 @@ class SinkHooks(Protocol):
     * ``batch_started(calls)``: once, before anything else, with every proposed call;
     * ``approval_asked(execution, reason)`` / ``approval_decided(execution, result)``:
       around each request to the approval provider (``result`` is what it answered);
+    * ``attempt_ended(execution, attempt, outcome)``: after each attempt of a call
+      of a tool with a retry policy (``attempt`` counts from 1; ``outcome`` is that
+      attempt's, before the post-execute waterfall), before the next attempt starts;
     * ``flush()``: at each point where durability is owed: before the first body
       of a group starts, and before the delivery waits for a body still running.
       A sink may buffer what it was told and make it durable here, so a group's
@@ -70,7 +73,7 @@ class SinkHooks(Protocol):
 
     Every hook failure is an infrastructure fault: the batch stops and raises
     :class:`~tether_clr.SinkError`, never a disguised tool result. While
-    ``approval_asked``/``approval_decided`` are awaited, :func:`current_declaration`
+    ``approval_asked``/``approval_decided``/``attempt_ended`` are awaited, :func:`current_declaration`
     names the call, as it does for the two required methods.
     """
 
@@ -82,12 +85,16 @@ class SinkHooks(Protocol):
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None: ...
 
+    async def attempt_ended(self, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None: ...
+
     async def flush(self) -> None: ...
 
     async def batch_finished(self) -> None: ...
 
 
-OPTIONAL_HOOKS: tuple[str, ...] = ("batch_started", "approval_asked", "approval_decided", "flush", "batch_finished")
+OPTIONAL_HOOKS: tuple[str, ...] = (
+    "batch_started", "approval_asked", "approval_decided", "attempt_ended", "flush", "batch_finished",
+)
 """The method names of :class:`SinkHooks`, in the order a batch first calls them."""
 
 
@@ -125,6 +132,9 @@ class ForwardingSink:
 
     async def approval_decided(self, execution: ToolExecution, result: Any) -> None:
         await self.inner.approval_decided(execution, result)  # type: ignore[attr-defined]
+
+    async def attempt_ended(self, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None:
+        await self.inner.attempt_ended(execution, attempt, outcome)  # type: ignore[attr-defined]
 
     async def flush(self) -> None:
         await self.inner.flush()  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 
 __all__ = [
     "PendingEvent",
+    "attempt_payload",
     "call_payload",
     "check_session_id",
     "column_text",
@@ -99,6 +100,14 @@ def result_payload(position: int, outcome: ToolExecutionOutcome) -> str:
     The value is already canonical JSON text: spliced in, not parsed and dumped again.
     """
     fields: dict[str, Any] = {"index": position, "name": outcome.name, **failure_fields(outcome)}
+    if outcome.attempts != 1:  # a retried call: how many attempts it took (tool/attempt events)
+        fields["attempts"] = outcome.attempts
     if outcome.explicit_content is not None:
         fields["content"] = parts_to_json(outcome.explicit_content)
     return dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
+
+
+def attempt_payload(position: int, attempt: int, outcome: ToolExecutionOutcome) -> str:
+    """A ``tool/attempt`` payload as JSON text: position, name, the attempt's number and its failure
+    fields (``ok``, ``code``, ``reason``, ``message``); the value is the result's to record, not the attempt's."""
+    return dumps({"index": position, "name": outcome.name, "attempt": attempt, **failure_fields(outcome)})

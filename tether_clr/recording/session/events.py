@@ -27,6 +27,7 @@ __all__ = [
     "STEP_START",
     "SessionEvent",
     "SessionLeasedError",
+    "TOOL_ATTEMPT",
     "TOOL_CALL",
     "TOOL_RESULT",
     "TURN_END",
@@ -40,6 +41,7 @@ ASSISTANT_MESSAGE: Final = "assistant/message"
 TOOL_CALL: Final = "tool/call"
 APPROVAL_ASKED: Final = "approval/asked"
 APPROVAL_DECIDED: Final = "approval/decided"
+TOOL_ATTEMPT: Final = "tool/attempt"
 TOOL_RESULT: Final = "tool/result"
 STEP_END: Final = "step/end"
 TURN_END: Final = "turn/end"
@@ -51,6 +53,7 @@ EVENT_KINDS: Final = (
     TOOL_CALL,
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
+    TOOL_ATTEMPT,
     TOOL_RESULT,
     STEP_END,
     TURN_END,

@@ -23,6 +23,7 @@ from tether_clr.execution.ports import current_declaration
 from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.encoding import (
     PendingEvent,
+    attempt_payload,
     call_payload,
     check_session_id,
     dumps,
@@ -34,6 +35,7 @@ from tether_clr.recording.session.events import (
     ASSISTANT_MESSAGE,
     STEP_END,
     STEP_START,
+    TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
     call_fingerprint,
@@ -56,7 +58,8 @@ class SessionSink:
     (every proposed call, raw arguments and position included, so the step can
     be repaired or resumed from the log alone); ``call_declared`` ``tool/call``;
     ``approval_asked`` / ``approval_decided`` the approval events, with the
-    exact arguments and their fingerprint; ``outcome_ready`` ``tool/result`` in
+    exact arguments and their fingerprint; ``attempt_ended`` ``tool/attempt``
+    (each attempt of a call with a retry policy: its number and outcome); ``outcome_ready`` ``tool/result`` in
     model order; ``batch_finished`` ``step/end`` (only if every proposed call was
     declared and has its result: a step an infrastructure fault stopped stays open for
     :meth:`SessionStore.repair`) and releases the lease. ``flush`` makes every
@@ -178,6 +181,11 @@ class SessionSink:
             "fingerprint": call_fingerprint(execution.name, execution.arguments_json),
         }
         self._add(APPROVAL_DECIDED, execution.call_id, position, dumps(payload))
+        await self._added()
+
+    async def attempt_ended(self, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None:
+        position = self._position(False)
+        self._add(TOOL_ATTEMPT, execution.call_id, position, attempt_payload(position, attempt, outcome))
         await self._added()
 
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:

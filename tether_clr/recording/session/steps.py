@@ -23,6 +23,7 @@ from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
     ASSISTANT_MESSAGE,
     STEP_END,
+    TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -53,6 +54,7 @@ class StepLog:
     results: dict[int, SessionEvent] = field(default_factory=dict)
     asked: dict[int, SessionEvent] = field(default_factory=dict)  # the latest request per position
     decided: dict[int, SessionEvent] = field(default_factory=dict)  # the latest decision per position
+    attempts: dict[int, int] = field(default_factory=dict)  # tool/attempt events per position (retried calls)
     ended: bool = False
 
     @property
@@ -112,4 +114,6 @@ def read_steps(events: Sequence[SessionEvent]) -> SessionSteps:
             step.asked[position] = event
         elif event.kind == APPROVAL_DECIDED:
             step.decided[position] = event
+        elif event.kind == TOOL_ATTEMPT:
+            step.attempts[position] = step.attempts.get(position, 0) + 1
     return SessionSteps(turns, steps)

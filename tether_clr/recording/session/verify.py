@@ -11,6 +11,10 @@
   still open, e.g. while a batch runs; a repaired log has none). A suspended
   step (a call parked for an approval decision) is open by design: it, its
   turn, and its calls from the first parked one on may stay unanswered;
+* a ``tool/attempt`` lies between its call's ``tool/call`` and ``tool/result``,
+  its attempts are numbered 1, 2, ... in log order, and the result's
+  ``attempts`` (1 when absent) is their count, or one more when the last attempt
+  was interrupted before its own event (a cancellation; the result is its outcome);
 * sequence numbers only grow.
 """
 
@@ -24,6 +28,7 @@ from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
     STEP_END,
     STEP_START,
+    TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -106,6 +111,36 @@ def log_violations(events: Sequence[SessionEvent], *, open_ok: bool = False) -> 
             if state == "open" and key not in suspended
         )
     problems.extend(_bodies_after_refusal(events))
+    problems.extend(_attempt_violations(events))
+    return problems
+
+
+def _attempt_violations(events: Sequence[SessionEvent]) -> list[str]:
+    """``tool/attempt`` events: inside their call, numbered from 1, counted by the result's ``attempts``."""
+    problems: list[str] = []
+    declared: set[tuple[int, int | None, object]] = set()
+    answered: set[tuple[int, int | None, object]] = set()
+    attempts: Counter[tuple[int, int | None, object]] = Counter()
+    for event in events:
+        key = (event.turn, event.step, event.payload.get("index"))
+        where = f"seq {event.seq} ({event.kind}, turn {event.turn}, step {event.step}, call {event.call_id!r})"
+        if event.kind == TOOL_CALL:
+            declared.add(key)
+        elif event.kind == TOOL_ATTEMPT:
+            if key not in declared or key in answered:
+                problems.append(f"{where}: attempt {'after the result' if key in answered else 'without a call'}")
+            attempts[key] += 1
+            number = event.payload.get("attempt")
+            if number != attempts[key]:
+                problems.append(f"{where}: attempt numbered {number!r}, expected {attempts[key]}")
+        elif event.kind == TOOL_RESULT:
+            answered.add(key)
+            recorded = event.payload.get("attempts", 1)
+            seen = attempts[key]
+            if seen and recorded not in (seen, seen + 1):
+                problems.append(f"{where}: the result says {recorded!r} attempts, the log records {seen}")
+            elif not seen and recorded != 1:
+                problems.append(f"{where}: the result says {recorded!r} attempts, the log records none")
     return problems
 
 
