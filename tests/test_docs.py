@@ -105,9 +105,9 @@ def test_the_readme_stays_short() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
 
 
-def _blocks(section: str, language: str) -> list[str]:
-    """The ``language`` code blocks under the README heading ``## section``."""
-    text = README.read_text(encoding="utf-8")
+def _blocks(section: str, language: str, page: Path = README) -> list[str]:
+    """The ``language`` code blocks under the heading ``## section`` of ``page`` (the README)."""
+    text = page.read_text(encoding="utf-8")
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end != -1 else len(text)]
@@ -128,6 +128,15 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert lines[0].startswith("call_1 None ") and "# tether_clr" in lines[0]
     assert lines[1].startswith("call_2 DENIED ") and "no system files" in lines[1]
     assert (tmp_path / "tool-log.sqlite3").is_file()
+
+
+def test_the_timeouts_and_retries_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Timeouts and retries", "python", DOCS / "pipeline.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "c1 None None 2 101.5", "c2 ABORTED timeout 1 {'message': 'timed out after 0.1 s'}", "abandoned: 0",
+    ]
 
 
 def test_the_csharp_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
