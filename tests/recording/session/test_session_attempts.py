@@ -139,3 +139,4 @@ def test_log_violations_checks_the_attempts_of_each_call(middle: list[tuple[str,
 def test_a_result_may_count_one_attempt_more_than_logged_when_the_last_was_interrupted() -> None:
     sound = _log(CALL, ("tool/attempt", {"attempt": 1}), ("tool/result", {"ok": False, "code": "ABORTED", "attempts": 2}))
     assert log_violations(sound) == []
+
