@@ -509,11 +509,11 @@ class BatchRun:
         worker.running = None
         slot.finish(outcome)
 
-    async def _execute(self, slot: Slot, execution: ToolExecution, entry: ToolEntry, interruptible: bool) -> ToolExecutionOutcome:
-        """The execute stage; once per attempt for a tool with a retry policy (:mod:`~tether_clr.execution.retries`)."""
+    def _execute(self, slot: Slot, execution: ToolExecution, entry: ToolEntry, interruptible: bool) -> Awaitable[ToolExecutionOutcome]:
+        """The execute stage (no coroutine of its own); once per attempt for a tool with a retry policy (execution/retries.py)."""
         if entry.retry is None:
-            return await self._pipeline.execute(execution, entry, interruptible)
-        return await run_attempts(
+            return self._pipeline.execute(execution, entry, interruptible)
+        return run_attempts(
             self._pipeline, execution, entry, interruptible, partial(self._attempted, slot, execution), partial(setattr, slot, "attempts")
         )
 
