@@ -439,7 +439,8 @@ class CallPipeline:
         a cancel scope around this call itself (a parallel worker, which then
         reports an interrupted body with :meth:`cancelled`); with no execute
         listener to swap in another token, the body then runs without a cancel
-        scope of its own.
+        scope of its own. The tool's timeout (:mod:`~tether_clr.execution.timeouts`)
+        runs around the body, inside the waterfall: execute listeners see its outcome.
         """
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
