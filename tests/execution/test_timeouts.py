@@ -208,3 +208,19 @@ def test_a_timeout_must_be_a_positive_number_of_seconds(timeout: Any) -> None:
 def test_registry_timeout_settings_are_checked(settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ToolRegistry(**settings)
+
+
+async def test_an_abandonment_warning_turned_into_an_error_never_escapes_the_batch() -> None:
+    import warnings
+
+    registry = ToolRegistry(timeout_grace=0.05)
+    gate = threading.Event()
+    timed(registry, lambda: gate.wait(30), "stubborn", timeout=0.05)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            outcome = await run_one(registry, call("1", "stubborn"))
+        assert_timed_out(outcome, "0.05")
+        assert registry.abandoned_bodies == 1
+    finally:
+        gate.set()

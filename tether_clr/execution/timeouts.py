@@ -120,8 +120,8 @@ async def run_timed(
                 with anyio.CancelScope(shield=True), anyio.move_on_after(timeouts.grace):
                     await done.wait()
                 if not done.is_set():
-                    _abandon(execution, seconds, timeouts)
                     abandon.cancel("abandoned after the grace period")
+                    _abandon(execution, seconds, timeouts)
     finally:
         source.close()
     if expired:
@@ -136,4 +136,7 @@ def _abandon(execution: ToolExecution, seconds: float, timeouts: Timeouts) -> No
         f"timing out after {seconds:g} s: its body was abandoned and may still be running"
     )
     logger.warning(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=2)
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    except Exception:  # warnings turned into errors (-W error): the call still gets its outcome
+        logger.debug("the abandonment warning was raised as an error; contained", exc_info=True)

@@ -140,3 +140,31 @@ def test_a_result_may_count_one_attempt_more_than_logged_when_the_last_was_inter
     sound = _log(CALL, ("tool/attempt", {"attempt": 1}), ("tool/result", {"ok": False, "code": "ABORTED", "attempts": 2}))
     assert log_violations(sound) == []
 
+
+
+async def test_a_resumed_step_returns_the_attempts_its_log_recorded_for_earlier_calls(store: SqlSessionStore) -> None:
+    from tether_clr import ApprovalResult
+
+    from tests.support.durable_approvals import suspend, tools
+
+    registry = tools([])
+    runs = 0
+
+    async def flaky() -> str:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            raise RuntimeError("first")
+        return "ok"
+
+    options = ToolRegistrationOptions(
+        metadata=ToolMetadata(idempotent=True, required_scopes=("files",)), retry=RetryPolicy(backoff=0)
+    )
+    registry.register(PythonFunction.from_callable(flaky), None, options)
+    session = new_session()
+    suspended = await suspend(store, registry, session, [call("call_0", "flaky"), call("call_1", "delete", {"path": "/x"})])
+    assert [o.attempts for o in suspended.delivered] == [2]
+    outcomes = await registry.resume(store, session, {"call_1": ApprovalResult.APPROVED})
+    assert isinstance(outcomes, list) and codes(outcomes) == [None, None]
+    assert [o.attempts for o in outcomes] == [2, 1] and runs == 2
+    assert log_violations(await store.events(session), open_ok=True) == []
