@@ -215,4 +215,30 @@ namespace Tether.Fixtures
             return Interlocked.Increment(ref Finished);
         }
     }
+    // Never looks at its token: blocks until the test releases it, so a timed call has to be
+    // abandoned after its grace period (issue 17: a .NET body that ignores cancellation).
+    public static class Deaf
+    {
+        public static int Started;
+        public static int Finished;
+        static readonly ManualResetEventSlim Gate = new ManualResetEventSlim(false);
+
+        [Description("Blocks until released, never checking its cancellation token.")]
+        public static string IgnoreToken(CancellationToken cancellationToken)
+        {
+            Interlocked.Increment(ref Started);
+            Gate.Wait();
+            Interlocked.Increment(ref Finished);
+            return "released";
+        }
+
+        public static void Release() { Gate.Set(); }
+
+        public static void Reset()
+        {
+            Gate.Reset();
+            Started = 0;
+            Finished = 0;
+        }
+    }
 }

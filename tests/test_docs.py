@@ -130,6 +130,15 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "tool-log.sqlite3").is_file()
 
 
+def test_the_timeouts_and_retries_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Timeouts and retries", "python", DOCS / "pipeline.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "c1 None None 2 101.5", "c2 ABORTED timeout 1 {'message': 'timed out after 0.1 s'}", "abandoned: 0",
+    ]
+
+
 def test_the_csharp_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
     """Marked ``dotnet`` through the fixture (so it runs on each runtime); the example itself runs in a child process."""
     (source,) = _blocks("A C# tool", "csharp")

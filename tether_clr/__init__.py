@@ -118,6 +118,7 @@ from tether_clr.records.outcomes import (
     ToolFailure,
     ToolFailureCodes,
 )
+from tether_clr.records.retry import RetryPolicy
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.records.suspension import (
     BatchSuspended,
@@ -180,6 +181,7 @@ __all__ = [
     "Registration",
     "RequestContext",
     "ResultPolicyError",
+    "RetryPolicy",
     "SealedToolCatalogView",
     "SemVer",
     "SessionClaim",

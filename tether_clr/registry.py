@@ -36,6 +36,7 @@ from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.invariants import check_invariants
 from tether_clr.execution.listeners import Listeners, ListenerSnapshot
 from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
+from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.arguments import ArgumentLimits
 from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.recording.session.protocol import SessionStore
@@ -64,23 +65,51 @@ class ToolRegistry:
     a child of a model's call is 1 deep; a deeper one is refused INVALID_ARGS
     ``too_deep``, and 0 refuses every child call.
 
+    ``default_timeout``: the seconds a body of a tool registered without its own
+    ``timeout`` may run (``None``, the default: no timeout); ``timeout_grace``:
+    how long a timed-out body that ignores its cancellation is still waited for
+    before it is abandoned (:attr:`abandoned_bodies`). See docs/pipeline.md.
+
     Layers: the global layer and one per scope. A layer holds one registration
     per (model name, version): several versions of a tool may live side by
     side, and the assembly picks one per request.
     """
 
     def __init__(
-        self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None, max_child_depth: int = 4
+        self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None,
+        default_timeout: float | None = None, timeout_grace: float = 5.0, max_child_depth: int = 4,
     ) -> None:
         if isinstance(max_child_depth, bool) or not isinstance(max_child_depth, int) or max_child_depth < 0:
             raise ValueError(f"max_child_depth must be a non-negative int, got {max_child_depth!r}")
         self.max_child_depth = max_child_depth
         self.catalog = ToolCatalog(argument_limits=argument_limits)
+        self._timeouts = Timeouts(default_timeout, timeout_grace)
         self._listeners = Listeners()
         self.approval: ApprovalProvider | None = None
         self.invariant_policy: Registration | None = (
             self.register_result_policy(None, check_invariants) if invariant_policy else None
         )
+
+    # --------------------------------------------------------------- timeouts
+    @property
+    def default_timeout(self) -> float | None:
+        """Seconds a body may run when its registration sets no ``timeout``; ``None``: no timeout."""
+        return self._timeouts.default
+
+    @property
+    def timeout_grace(self) -> float:
+        """Seconds a timed-out body that ignores its cancellation is still waited for, then abandoned."""
+        return self._timeouts.grace
+
+    @property
+    def abandoned_bodies(self) -> int:
+        """How many timed-out bodies this registry's batches abandoned (their grace ran out); only grows.
+
+        Each was a body that ignored its cancelled token (a synchronous function
+        in a worker thread, a .NET body that never checks its token); it may
+        still be running. A host can watch it to decide to restart a worker process.
+        """
+        return self._timeouts.abandoned
 
     # --------------------------------------------------------------- catalog
     @property
@@ -243,7 +272,7 @@ class ToolRegistry:
     ) -> BatchRun:
         return BatchRun(
             calls, self._own(view), self._listeners.snapshot(), self.approval if approval is None else approval,
-            max_parallelism, sink, cancellation, resume, self._classifier(), max_child_depth=self.max_child_depth,
+            max_parallelism, sink, cancellation, resume, self._classifier(), self._timeouts, max_child_depth=self.max_child_depth,
         )
 
     async def execute_batch(

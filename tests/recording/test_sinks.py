@@ -155,9 +155,10 @@ async def test_log_file_of_an_older_version_is_migrated_in_place(tmp_path: Path)
         assert [c.call_id for c in log.pending_calls()] == ["old_0"]
     with SqliteToolLog(path) as reopened:  # migrating again is a no-op
         assert len(reopened.declared_calls()) == 3 and len(reopened.outcomes()) == 2
+        assert [o.attempts for o in reopened.outcomes()] == [1, 1]  # an old row read as one attempt
     check = sqlite3.connect(path)
-    assert check.execute("PRAGMA user_version").fetchone()[0] == 3  # 2 added failure_reason, 3 content
-    assert {"failure_reason", "content"} <= {row[1] for row in check.execute("PRAGMA table_info(tool_outcomes)")}
+    assert check.execute("PRAGMA user_version").fetchone()[0] == 4  # 2 added failure_reason, 3 content, 4 attempts
+    assert {"failure_reason", "content", "attempts"} <= {row[1] for row in check.execute("PRAGMA table_info(tool_outcomes)")}
     check.close()
 
 

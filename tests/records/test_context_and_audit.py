@@ -66,7 +66,7 @@ def test_audit_record_has_every_field_the_issue_names() -> None:
     assert [f.name for f in dataclasses.fields(ToolAuditRecord)] == [
         "request_id", "tenant_id", "principal_id", "agent_id", "registry_revision", "policy_revision",
         "requested_name", "model_name", "logical_name", "version", "schema_hash", "call_id", "decision", "code",
-        "reason", "latency_ms", "parent_call_id",
+        "reason", "latency_ms", "parent_call_id", "attempts",
     ]
     assert audit().as_json()["requested_name"] == "old_name"
 
@@ -81,7 +81,7 @@ def test_audit_record_for_a_plain_sealed_view_has_no_catalog_fields() -> None:
 @pytest.mark.parametrize(
     "bad",
     [{"decision": "maybe"}, {"decision": "refused", "code": None}, {"code": "NOPE"}, {"latency_ms": -1.0},
-     {"latency_ms": float("nan")}, {"registry_revision": -1}, {"latency_ms": True}],
+     {"latency_ms": float("nan")}, {"registry_revision": -1}, {"latency_ms": True}, {"attempts": 0}, {"attempts": True}],
 )
 def test_audit_record_refuses_inconsistent_values(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):

@@ -4,7 +4,9 @@ It runs one turn of two steps against the store (the second step reuses the
 first one's call ids) and SIGKILLs itself at a point the seed picks: inside a
 body, a pre-execute listener or a result listener of some call, or right
 before or after some commit of the store. Killing itself at a chosen point,
-rather than being killed after a delay, keeps every run reproducible.
+rather than being killed after a delay, keeps every run reproducible. The last
+call is a retried tool whose first attempt fails: a kill in its body falls in
+its second attempt, after ``tool/attempt`` 1 was committed.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ import anyio
 from tests.support.session_stores import open_store
 from tether_clr import (
     PythonFunction,
+    RetryPolicy,
     ToolCall,
+    ToolMetadata,
     ToolRegistrationOptions,
     ToolRegistry,
 )
 
 STEPS = 2
-CALLS = ["echo", "echo", "solo", "echo", "echo"]  # a parallel pair, an exclusive call, a parallel pair
+CALLS = ["echo", "echo", "solo", "echo", "echo", "flaky"]  # a parallel pair, an exclusive call, a parallel pair, a retried call
 
 
 def kill_point(seed: int) -> tuple[str, int, int]:
@@ -73,6 +77,16 @@ async def main(kind: str, spec: str, session: str, seed: int) -> None:
 
     registry.register(PythonFunction.from_callable(echo, name="echo"), None, ToolRegistrationOptions(is_concurrency_safe=True))
     registry.register(PythonFunction.from_callable(echo, name="solo"))
+    tries: dict[int, int] = {}
+
+    async def flaky(text: str) -> str:
+        tries[current_step] = tries.get(current_step, 0) + 1
+        if tries[current_step] == 1:
+            raise RuntimeError("the first attempt fails")
+        return await echo(text)
+
+    retried = ToolRegistrationOptions(metadata=ToolMetadata(idempotent=True), retry=RetryPolicy(attempts=2, backoff=0))
+    registry.register(PythonFunction.from_callable(flaky, name="flaky"), None, retried)
 
     async def pre(execution: Any, next_: Any) -> Any:
         at("pre", execution.call_id)

@@ -21,6 +21,7 @@ from tether_clr.foundations.text import is_valid_text, safe_text
 from tether_clr.foundations.validation import ArgumentValidator
 from tether_clr.records.context import refuse_identity_parameters
 from tether_clr.records.declaration import ToolSchemaSnapshot
+from tether_clr.records.retry import RetryPolicy
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.tools.predicates import as_approval_predicate, as_concurrency_predicate
 from tether_clr.tools.protocol import Tool
@@ -40,6 +41,8 @@ class ToolEntry:
     are the registration's content hooks, pinned with the version.
     ``catalog_tool`` is true for the catalog's own tools (:class:`~tether_clr.catalog.builtin.CatalogTool`),
     whose body the pipeline runs with the view of the call.
+    ``timeout`` and ``retry`` are the registration's (``None``: the registry's
+    default timeout; no retry).
     """
 
     tool: Tool
@@ -55,6 +58,8 @@ class ToolEntry:
     project_content: ContentHook | None = None
     finalize_content: ContentHook | None = None
     catalog_tool: bool = False
+    timeout: float | None = None
+    retry: RetryPolicy | None = None
 
     def declaration(self) -> ToolSchemaSnapshot:
         return ToolSchemaSnapshot(name=self.name, description=self.description, parameters=self.validator.schema)
@@ -124,7 +129,7 @@ def make_entry(tool: Tool, scope: AgentPipelineScope | None, options: ToolRegist
     return ToolEntry(
         tool, scope, validator, name, description, concurrency, candidate, record, approval,
         options.allow_identity_parameters, options.project_content, options.finalize_content,
-        isinstance(tool, CatalogTool),
+        isinstance(tool, CatalogTool), options.timeout, options.retry,
     )
 
 

@@ -12,9 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import math
+
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import ToolMetadata
 from tether_clr.records.outcomes import ToolExecutionOutcome
+from tether_clr.records.retry import RetryPolicy
 from tether_clr.records.scope import AgentPipelineScope
 
 __all__ = ["ChangeKind", "ContentHook", "Registration", "ToolRegistrationOptions", "ToolsChangedEvent"]
@@ -58,6 +61,12 @@ class ToolRegistrationOptions:
     resolved to this tool, failures included: truncation, redaction and the
     like. A hook that raises, or returns something that is not parts, turns the
     outcome into TOOL_ERROR (reason ``content_hook``) naming the hook.
+
+    ``timeout``: seconds a body may run before its token is cancelled and the
+    call ends ABORTED, reason ``timeout`` (see docs/pipeline.md); ``None`` (the
+    default) takes the registry's ``default_timeout``, ``math.inf`` never times
+    out whatever the registry's default. ``retry``: a :class:`~tether_clr.RetryPolicy`;
+    refused (``ValueError``) unless ``metadata`` says ``idempotent=True``.
     """
 
     is_concurrency_safe: Callable[[Any], Any] | bool | None = None
@@ -67,6 +76,8 @@ class ToolRegistrationOptions:
     allow_identity_parameters: bool = False
     project_content: ContentHook | None = None
     finalize_content: ContentHook | None = None
+    timeout: float | None = None
+    retry: RetryPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.metadata is not None and not isinstance(self.metadata, ToolMetadata):
@@ -79,6 +90,19 @@ class ToolRegistrationOptions:
             hook = getattr(self, name)
             if hook is not None and not callable(hook):
                 raise TypeError(f"{name} must be a callable taking the outcome, got {type(hook).__name__}")
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout <= 0
+        ):
+            raise ValueError(f"timeout must be a positive number of seconds (math.inf: none) or None, got {timeout!r}")
+        if self.retry is not None:
+            if not isinstance(self.retry, RetryPolicy):
+                raise TypeError(f"retry must be a RetryPolicy, got {type(self.retry).__name__}")
+            if not (self.metadata is not None and self.metadata.idempotent):
+                raise ValueError(
+                    "a retry policy needs a tool version whose metadata says idempotent=True: "
+                    "a retry repeats a body that may have had effects, and only the catalog knows it is safe"
+                )
 
 
 class Registration:

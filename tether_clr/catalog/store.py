@@ -299,6 +299,8 @@ class ToolCatalog:
         with self._lock:
             records = self._records_of(logical_name, version)
             updated = [(r, r.current.candidate.metadata.updated(**changes)) for r in records]
+            if any(r.current.retry is not None and not metadata.idempotent for r, metadata in updated):
+                raise ValueError(f"{logical_name!r} {version} has a retry policy: it cannot stop being idempotent")
             for record, metadata in updated:
                 entry = record.current
                 record.entry = replace(entry, candidate=replace(entry.candidate, metadata=metadata))

@@ -49,11 +49,15 @@ def _detail(event: SessionEvent) -> str:
         what = "grant" if kind == "approval/grant" else "revoked grant"
         return (f"{what} {payload.get('grant_id')}: {payload.get('decision')} {payload.get('tool')} "
                 f"v{payload.get('major')} for {payload.get('scope')} of {payload.get('principal_id')}")
+    if kind == "tool/attempt":
+        outcome = "ok" if payload.get("ok") is not False else f"{payload.get('code')}: {payload.get('message')}"
+        return f"{payload.get('name')} attempt {payload.get('attempt')}: {outcome}"
     if kind == "tool/result":
+        attempts = f" (after {payload['attempts']} attempts)" if payload.get("attempts") else ""
         if payload.get("ok") is False:
             reason = f" [{payload['reason']}]" if payload.get("reason") else ""
-            return f"{payload.get('code')}{reason}: {payload.get('message')}"
-        return f"ok {_compact(payload.get('value'))}"
+            return f"{payload.get('code')}{reason}: {payload.get('message')}{attempts}"
+        return f"ok {_compact(payload.get('value'))}{attempts}"
     if kind in ("step/start", "step/end"):
         return f"{payload.get('calls', 0)} calls"
     if kind == "turn/start" and (run := RunSettings.from_note(payload)) is not None:

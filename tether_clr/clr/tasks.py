@@ -16,6 +16,11 @@ running behind the pipeline's back.
 
 The pipes are reused: one is taken per call in flight and put back once its
 byte has been read, so a pipe goes back only when the .NET side is done with it.
+
+One exception to the drain: a timed call whose body ignored its cancelled token
+past the grace period is *abandoned* (:mod:`tether_clr.foundations.abandonment`):
+the wait ends, and a Python thread of its own waits for the body's byte, then
+finishes the call and puts the pipe back, so nothing leaks once the body ends.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import threading
 from typing import Any
 
 import anyio
 
+from tether_clr.foundations.abandonment import abandon_token
 from tether_clr.foundations.cancellation import (
     CancellationToken,
     OperationCancelledError,
@@ -97,6 +104,27 @@ async def _signalled(read_end: int) -> None:
             continue
 
 
+def _reap_when_done(calls: Any, write_end: int, pipe: tuple[int, int]) -> None:
+    """Finish an abandoned call once its body ends, on a Python thread (never a .NET one), and reuse its pipe."""
+
+    def reap() -> None:
+        read_end = pipe[0]
+        while True:
+            select.select([read_end], [], [])
+            try:
+                if os.read(read_end, 16):
+                    break
+            except BlockingIOError:
+                continue
+        try:
+            calls.finish(write_end)
+        except Exception:  # pragma: no cover - Finish() classifies every failure itself
+            logger.warning("finishing an abandoned .NET call failed", exc_info=True)
+        _pipes.put_back(pipe)
+
+    threading.Thread(target=reap, name="tether-clr-abandoned-call", daemon=True).start()
+
+
 async def call_dotnet_json(calls: Any, function: Any, arguments_json: str, cancellation: CancellationToken) -> Any:
     """Run one call of ``function`` (a bridge ``IJsonFunction``) and return its parsed JSON result.
 
@@ -136,8 +164,13 @@ async def call_dotnet_json(calls: Any, function: Any, arguments_json: str, cance
                 cancel(write_end)
             except Exception:
                 logger.warning("a .NET cancellation callback threw; draining the task anyway", exc_info=True)
-            with anyio.CancelScope(shield=True):  # drain: the body ends before we do
-                await _signalled(read_end)
+            abandon = abandon_token()
+            with anyio.CancelScope(shield=True) as drain:  # drain: the body ends before we do
+                with abandon.register(drain.cancel):  # ... unless the pipeline abandons it
+                    await _signalled(read_end)
+            if drain.cancelled_caught:  # abandoned: the body runs on; a thread reaps the call when it ends
+                _reap_when_done(calls, write_end, pipe)
+                raise
             signalled = True
             raise
         signalled = True

@@ -46,6 +46,7 @@ def audit_record(view: SealedToolCatalogView, slot: Slot, outcome: ToolExecution
         reason=None if failure is None else failure.reason,
         latency_ms=max(0.0, (time.perf_counter() - slot.started) * 1000.0),
         parent_call_id=slot.call.parent_call_id if slot.execution is None else slot.execution.parent_call_id,
+        attempts=slot.attempts,
     )
 
 

@@ -33,8 +33,7 @@ transaction, and results ready together another.
 Layer 4 (execution): it imports the catalog (views, entries), never the
 reverse. :meth:`~tether_clr.ToolRegistry.execute_batch` is the public entry: it
 checks that the view is its own and runs a :class:`BatchRun` with its listener
-snapshot and approval provider; a resumed step runs one from a :class:`ResumePoint`.
-"""
+snapshot and approval provider; a resumed step runs one from a :class:`ResumePoint`."""
 
 from __future__ import annotations
 
@@ -43,6 +42,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -60,19 +60,11 @@ from tether_clr.execution.inputs import validate_batch
 from tether_clr.execution.listeners import ListenerSnapshot
 from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.execution.pool import Pool, Slot, Worker
-from tether_clr.execution.ports import (
-    ApprovalProvider,
-    Declaration,
-    ToolCallSink,
-    declaring,
-    told,
-)
+from tether_clr.execution.ports import ApprovalProvider, Declaration, ToolCallSink, declaring, told
+from tether_clr.execution.retries import run_attempts
+from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.cancellation import CancellationSource, CancellationToken
-from tether_clr.foundations.errors import (
-    BatchAbortedError,
-    ResultPolicyError,
-    SinkError,
-)
+from tether_clr.foundations.errors import BatchAbortedError, ResultPolicyError, SinkError
 from tether_clr.foundations.text import describe_exception
 from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.decisions import ApprovalResult, ToolExecutionMode
@@ -111,7 +103,7 @@ class BatchRun:
 
     ``listeners`` and ``approval`` are the registry's when the batch starts;
     ``classify`` replaces the built-in grouping (a registry subclass's
-    ``classify``); ``resume`` continues a suspended step. Bodies may make child
+    ``classify``); ``resume`` continues a suspended step; ``timeouts``: the registry's. Bodies may make child
     calls (:mod:`tether_clr.execution.children`) up to ``max_child_depth`` deep;
     ``origin`` is set for a child's own one-call run.
     """
@@ -127,12 +119,14 @@ class BatchRun:
         cancellation: CancellationToken | None,
         resume: ResumePoint | None = None,
         classify: Classifier | None = None,
+        timeouts: Timeouts | None = None,
         *,
         max_child_depth: int = 4,
         origin: ChildOrigin | None = None,
     ) -> None:
         validate_batch(calls, view, max_parallelism)
         self._listeners, self._provider, self._max_child_depth, self._origin = listeners, approval, max_child_depth, origin
+        self._timeouts = timeouts
         self._classify = classify
         self._calls = calls
         self._view = view
@@ -150,7 +144,7 @@ class BatchRun:
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
         depth = 0 if origin is None else origin.depth
-        self._pipeline = CallPipeline(view, listeners, approval, ChildCalling(self._run_child, depth))
+        self._pipeline = CallPipeline(view, listeners, approval, timeouts, ChildCalling(self._run_child, depth))
         self._max_parallelism = max_parallelism
         # Parallel workers link their bodies to the batch token with one scope each, unless an
         # execute listener may hand a body another token (then each body links its own).
@@ -487,12 +481,32 @@ class BatchRun:
         slot.dispatched = True
         key = slot.declaration.child or str(slot.declaration.index)
         if worker is None:
-            slot.finish(await self._pipeline.execute(execution, entry, interruptible, key))
+            slot.finish(await self._execute(slot, execution, entry, interruptible, key))
             return
         worker.running = slot
-        outcome = await self._pipeline.execute(execution, entry, False, key)
+        outcome = await self._execute(slot, execution, entry, False, key)
         worker.running = None
         slot.finish(outcome)
+
+    def _execute(
+        self, slot: Slot, execution: ToolExecution, entry: ToolEntry, interruptible: bool, key: str
+    ) -> Awaitable[ToolExecutionOutcome]:
+        """The execute stage (no coroutine of its own); once per attempt for a tool with a retry policy (execution/retries.py)."""
+        if entry.retry is None:
+            return self._pipeline.execute(execution, entry, interruptible, key)
+        return run_attempts(
+            self._pipeline, execution, entry, interruptible, key, partial(self._attempted, slot, execution), partial(setattr, slot, "attempts")
+        )
+
+    async def _attempted(self, slot: Slot, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome, again: bool) -> bool:
+        """Tell the sink about an attempt (durable before the next one starts); False when it failed."""
+        try:
+            if self._hooks is not None:
+                await self._hooks.attempt_ended(slot.declaration, execution, attempt, outcome)
+        except SinkError as fault:
+            self._abort(fault)
+            return False
+        return not again or await self._flush()
 
     async def _deliver(self, slots: list[Slot], behind: anyio.abc.TaskGroup | None = None) -> None:
         """A parallel group's deliverer task: :meth:`_deliver_in_order` in a scope ``_abort`` can cancel."""
@@ -534,7 +548,7 @@ class BatchRun:
                 outcome, contexts = await self._pipeline.review(execution, outcome)
                 if self._origin is not None:  # a child call adds no context
                     contexts = ()
-            outcome = self._pipeline.finalize(execution, slot.entry, outcome)
+            outcome = self._pipeline.finalize(execution, slot.entry, outcome).with_attempts(slot.attempts)
             if self._audit:
                 await self._audit_call(slot, outcome)
             try:
@@ -560,7 +574,7 @@ class BatchRun:
     async def _run_child(self, call: ToolCall, origin: ChildOrigin, token: CancellationToken) -> ToolExecutionOutcome:
         """One child call of a body of this run, as its own one-call run; a fault there stops this run too."""
         sink = None if self._sink is None else ChildSink(self._sink)
-        child = BatchRun([call], self._view, self._listeners, self._provider, 1, sink, token,
+        child = BatchRun([call], self._view, self._listeners, self._provider, 1, sink, token, None, None, self._timeouts,
                          max_child_depth=self._max_child_depth, origin=origin)
         try:
             outcomes = await child.run()

@@ -68,32 +68,43 @@ def too_deep(execution: ToolExecution, depth: int, limit: int) -> ToolExecutionO
 
 
 class ChildCalling:
-    """What one batch run lends its bodies: how to run a child (``run``) and how deep its calls are (``depth``)."""
+    """What one batch run lends its bodies: how to run a child (``run``) and how deep its calls are (``depth``).
 
-    __slots__ = ("_run", "depth")
+    Children are numbered per parent key across all of its handles, so the
+    attempts of a retried parent never reuse a child's key in the log."""
+
+    __slots__ = ("_run", "depth", "_numbers")
 
     def __init__(self, run: RunChild, depth: int) -> None:
         self._run = run
         self.depth = depth
+        self._numbers: dict[str, int] = {}
 
     def lend(self, execution: ToolExecution, key: str, cancellation: CancellationToken) -> LentChildCalls:
         """The handle of the body of ``execution`` (keyed ``key`` in the step), dispatched with ``cancellation``."""
-        return LentChildCalls(self._run, execution, key, self.depth, cancellation)
+        return LentChildCalls(self._run, execution, key, self.depth, cancellation, self._next_number)
+
+    def _next_number(self, key: str) -> int:
+        number = self._numbers[key] = self._numbers.get(key, 0) + 1
+        return number
 
 
 class LentChildCalls(ChildCalls):
     """The :class:`~tether_clr.ChildCalls` handle of one running body; closed (and its children cancelled) when it ends."""
 
-    __slots__ = ("_run", "_parent", "_key", "_depth", "_source", "_count", "_open")
+    __slots__ = ("_run", "_parent", "_key", "_depth", "_source", "_numbers", "_open")
 
-    def __init__(self, run: RunChild, parent: ToolExecution, key: str, depth: int, cancellation: CancellationToken) -> None:
+    def __init__(
+        self, run: RunChild, parent: ToolExecution, key: str, depth: int, cancellation: CancellationToken,
+        numbers: Callable[[str], int],
+    ) -> None:
         self._run = run
         self._parent = parent
         self._key = key
         self._depth = depth
         # The children's token: the parent's, whichever token the execute waterfall handed its body, and close().
         self._source = CancellationSource(parent.cancellation, cancellation)
-        self._count = 0
+        self._numbers = numbers
         self._open = True
 
     @property
@@ -116,8 +127,7 @@ class LentChildCalls(ChildCalls):
         if not isinstance(name, str):
             raise TypeError(f"a child call's tool name is a str, got {type(name).__name__}")
         text = arguments if isinstance(arguments, str) else to_json_text({} if arguments is None else arguments)
-        self._count += 1
-        parent, number = self._parent, self._count
+        parent, number = self._parent, self._numbers(self._key)
         call = ToolCall(f"{parent.call_id}/{number}", name, text, parent.scope, parent.call_id, parent.invocation_context)
         outcome = await self._shielded(call, ChildOrigin(f"{self._key}/{number}", self._depth + 1))
         if outcome.failure is None:

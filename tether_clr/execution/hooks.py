@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from tether_clr.execution.ports import OPTIONAL_HOOKS, ApprovalProvider
+from tether_clr.execution.ports import OPTIONAL_HOOKS, ApprovalProvider, Declaration, declaring
 from tether_clr.foundations.errors import SinkError
 from tether_clr.foundations.text import describe_exception
-from tether_clr.records.outcomes import ToolCall, ToolExecution
+from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = ["HookSet", "RecordingApproval"]
 
@@ -27,7 +27,7 @@ def _hook(sink: object, name: str) -> Callable[..., Awaitable[None]] | None:
 class HookSet:
     """The optional hooks one sink has; each call turns a failure into :class:`SinkError`."""
 
-    __slots__ = ("_started", "asked", "decided", "from_grant", "granted", "_flush", "contexts", "_finished", "_parks")
+    __slots__ = ("_started", "asked", "decided", "from_grant", "granted", "attempt", "_flush", "contexts", "_finished", "_parks")
 
     def __init__(self, sink: object) -> None:
         self._started = _hook(sink, "batch_started")
@@ -35,6 +35,7 @@ class HookSet:
         self.decided = _hook(sink, "approval_decided")
         self.from_grant = _hook(sink, "approval_from_grant")
         self.granted = _hook(sink, "approval_granted")
+        self.attempt = _hook(sink, "attempt_ended")
         self._flush = _hook(sink, "flush")
         self.contexts = _hook(sink, "contexts_added")
         self._finished = _hook(sink, "batch_finished")
@@ -64,6 +65,12 @@ class HookSet:
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
         if self._started is not None:
             await _faulting("record the start of the batch", self._started, list(calls))
+
+    async def attempt_ended(self, declaration: Declaration, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None:
+        """One attempt of a call with a retry policy, :func:`current_declaration` naming the call."""
+        if self.attempt is not None:
+            with declaring(declaration):
+                await _faulting(f"record attempt {attempt} of call {execution.call_id!r}", self.attempt, execution, attempt, outcome)
 
     async def flush(self) -> None:
         if self._flush is not None:

@@ -17,46 +17,27 @@ from __future__ import annotations
 
 import inspect
 import logging
-from dataclasses import replace
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.execution.grants import approval_request
 from tether_clr.execution.isolation import foreign_cancellation, in_own_context
+from tether_clr.execution.timeouts import Timeouts, run_timed
+from tether_clr.foundations.arguments import InvalidArgumentsJson, ParsedArguments, read_arguments
+from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
 from tether_clr.foundations.children import context_lending
-from tether_clr.foundations.arguments import (
-    InvalidArgumentsJson,
-    ParsedArguments,
-    read_arguments,
-)
-from tether_clr.foundations.cancellation import (
-    CancellationToken,
-    OperationCancelledError,
-    cancel_scope_for,
-)
-from tether_clr.foundations.errors import (
-    ResultPolicyError,
-    ToolArgumentError,
-    ToolError,
-)
+from tether_clr.foundations.errors import ResultPolicyError, ToolArgumentError, ToolError
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.foundations.text import describe_exception, exception_text, safe_repr
 from tether_clr.records.content import as_parts, content_parts, parts_to_json
 from tether_clr.records.contexts import checked_contexts
-from tether_clr.records.decisions import (
-    ApprovalResult,
-    ToolPostDecision,
-    ToolPreDecision,
-)
+from tether_clr.records.decisions import ApprovalResult, ToolPostDecision, ToolPreDecision
 from tether_clr.records.grants import plain_result
-from tether_clr.records.outcomes import (
-    ToolCall,
-    ToolDispatch,
-    ToolExecution,
-    ToolExecutionOutcome,
-)
+from tether_clr.records.outcomes import ToolCall, ToolDispatch, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import PendingApproval, call_fingerprint
 
@@ -210,13 +191,14 @@ _STAGE_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "po
 class CallPipeline:
     """The stages of a single call, bound to one batch's view and listener snapshot."""
 
-    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains", "_unloaded", "children")
+    __slots__ = ("_view", "_listeners", "_approval", "_scope", "_chains", "_unloaded", "_timeouts", "children")
 
     def __init__(
         self, view: SealedToolCatalogView, listeners: ListenerSnapshot, approval: ApprovalProvider | None,
-        children: ChildCalling | None = None,
+        timeouts: Timeouts | None = None, children: ChildCalling | None = None,
     ) -> None:
         self._view = view
+        self._timeouts = timeouts  # the registry's: default timeout, grace, abandoned bodies
         self.children = children  # lends a body that makes child calls its handle (execution/children.py)
         self._unloaded = view.unloaded  # empty, so falsy, in a view with no deferred tool: nothing more is paid
         self._listeners = listeners
@@ -447,6 +429,8 @@ class CallPipeline:
         listener to swap in another token, the body then runs without a cancel
         scope of its own. ``key``: the call's key in the step (its position, or a
         child's key), under which a body that makes child calls keys its children.
+        The tool's timeout (:mod:`~tether_clr.execution.timeouts`) runs around the
+        body, inside the waterfall: execute listeners see its outcome.
         """
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
@@ -483,43 +467,17 @@ class CallPipeline:
     ) -> ToolExecutionOutcome:
         execution = dispatch.execution
         outcome: ToolExecutionOutcome | None = None
-        lent = None  # a body that makes child calls gets a handle, closed when the body ends
-        if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
-            lent = self.children.lend(execution, key, dispatch.cancellation)
+        timeouts = self._timeouts
+        seconds = None if timeouts is None else timeouts.of(entry)
         # The caller's token always reaches the body, even if a listener swapped in an unlinked one.
         linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
         with linked as scope:
-            try:
-                # In a copy of the context: what the body sets there is seen by nothing else.
-                if entry.catalog_tool:  # the catalog's own tool (the tool search): it reads the view of the call
-                    body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, dispatch.cancellation)
-                else:
-                    body = entry.tool.invoke(execution.arguments, dispatch.cancellation)
-                try:
-                    value = await in_own_context(body, None if lent is None else context_lending(lent))
-                finally:
-                    if lent is not None:
-                        lent.close()
-            except ToolArgumentError as exc:
-                outcome = _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
-            except OperationCancelledError as exc:
-                outcome = _fail(execution, Codes.ABORTED, f"cancelled: {exception_text(exc)}")
-            except ToolError as exc:
-                outcome = _fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
-            except Exception as exc:
-                outcome = _fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
-            except BaseException as exc:  # a CancelledError nothing asked for: the tool's own failure
-                _reraise_unless_contained(exc)
-                outcome = _fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
-            else:
-                try:
-                    parts = content_parts(value)
-                    if parts is None:
-                        outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, value)
-                    else:  # the body answered with content: its value is the parts' JSON
-                        outcome = ToolExecutionOutcome.success(execution.call_id, execution.name, parts_to_json(parts)).with_content(parts)
-                except TypeError as exc:
-                    outcome = _fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
+            if seconds is None:
+                outcome = await self._invoke(execution, entry, key, dispatch.cancellation)
+            else:  # a timed body: its own token, cancelled at the deadline (execution/timeouts.py)
+                assert timeouts is not None
+                tokens = (execution.cancellation, dispatch.cancellation)
+                outcome = await run_timed(partial(self._invoke, execution, entry, key), execution, tokens, seconds, timeouts)
         if outcome is None or scope.cancelled_caught:
             reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return _fail(execution, Codes.ABORTED, f"cancelled: {reason}")
@@ -527,6 +485,47 @@ class CallPipeline:
         if entry.project_content is None or outcome.failure is not None:
             return outcome
         return _with_hook_content(execution, outcome, entry.project_content, "project_content")
+
+    async def _invoke(
+        self, execution: ToolExecution, entry: ToolEntry, key: str | None, token: CancellationToken
+    ) -> ToolExecutionOutcome:
+        """The tool body with ``token``, its failures as outcomes; a cancellation of the awaiting task propagates.
+
+        A body that makes child calls is lent a handle on ``token`` (so a timeout cancels its children
+        too), closed when the body ends."""
+        lent = None
+        if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
+            lent = self.children.lend(execution, key, token)
+        try:
+            # In a copy of the context: what the body sets there is seen by nothing else.
+            if entry.catalog_tool:  # the catalog's own tool (the tool search): it reads the view of the call
+                body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, token)
+            else:
+                body = entry.tool.invoke(execution.arguments, token)
+            try:
+                value = await in_own_context(body, None if lent is None else context_lending(lent))
+            finally:
+                if lent is not None:
+                    lent.close()
+        except ToolArgumentError as exc:
+            return _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
+        except OperationCancelledError as exc:
+            return _fail(execution, Codes.ABORTED, f"cancelled: {exception_text(exc)}")
+        except ToolError as exc:
+            return _fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
+        except Exception as exc:
+            return _fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
+        except BaseException as exc:  # a CancelledError nothing asked for: the tool's own failure
+            _reraise_unless_contained(exc)
+            return _fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
+        try:
+            parts = content_parts(value)
+            if parts is None:
+                return ToolExecutionOutcome.success(execution.call_id, execution.name, value)
+            # the body answered with content: its value is the parts' JSON
+            return ToolExecutionOutcome.success(execution.call_id, execution.name, parts_to_json(parts)).with_content(parts)
+        except TypeError as exc:
+            return _fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
 
     # ---------------------------------------------------------------- review
     async def review(

@@ -34,6 +34,7 @@ class Slot:
     audited: bool = False
     parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
     queued: int = -1  # its place among the parallel group's admitted calls, in model order
+    attempts: int = 1  # attempts recorded so far (a tool with a retry policy)
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None

@@ -63,6 +63,9 @@ class SinkHooks(Protocol):
       ``REJECTED``) of a live grant matching the call's identity and ``key``, having recorded
       that decision, or None to ask; after an ``*_ALWAYS`` answer, ``approval_granted``
       records the grant (:class:`~tether_clr.ApprovalGrant`, with its scope);
+    * ``attempt_ended(execution, attempt, outcome)``: after each attempt of a call
+      of a tool with a retry policy (``attempt`` counts from 1; ``outcome`` is that
+      attempt's, before the post-execute waterfall), before the next attempt starts;
     * ``flush()``: at each point where durability is owed: before the first body
       of a group starts, and before the delivery waits for a body still running.
       A sink may buffer what it was told and make it durable here, so a group's
@@ -80,7 +83,7 @@ class SinkHooks(Protocol):
 
     Every hook failure is an infrastructure fault: the batch stops and raises
     :class:`~tether_clr.SinkError`, never a disguised tool result. While
-    ``approval_asked``/``approval_decided`` are awaited, :func:`current_declaration`
+    ``approval_asked``/``approval_decided``/``attempt_ended`` are awaited, :func:`current_declaration`
     names the call, as it does for the two required methods.
     """
 
@@ -95,6 +98,7 @@ class SinkHooks(Protocol):
     async def approval_from_grant(self, execution: ToolExecution, key: GrantKey) -> ApprovalResult | None: ...
 
     async def approval_granted(self, execution: ToolExecution, key: GrantKey, grant: ApprovalGrant) -> None: ...
+    async def attempt_ended(self, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None: ...
 
     async def flush(self) -> None: ...
 
@@ -104,8 +108,8 @@ class SinkHooks(Protocol):
 
 
 OPTIONAL_HOOKS: tuple[str, ...] = (
-    "batch_started", "approval_asked", "approval_decided", "approval_from_grant", "approval_granted", "flush",
-    "contexts_added", "batch_finished",
+    "batch_started", "approval_asked", "approval_decided", "approval_from_grant", "approval_granted", "attempt_ended",
+    "flush", "contexts_added", "batch_finished",
 )
 """The method names of :class:`SinkHooks`, in the order a batch first calls them."""
 
@@ -150,6 +154,8 @@ class ForwardingSink:
 
     async def approval_granted(self, execution: ToolExecution, key: GrantKey, grant: ApprovalGrant) -> None:
         await self.inner.approval_granted(execution, key, grant)  # type: ignore[attr-defined]
+    async def attempt_ended(self, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None:
+        await self.inner.attempt_ended(execution, attempt, outcome)  # type: ignore[attr-defined]
 
     async def flush(self) -> None:
         await self.inner.flush()  # type: ignore[attr-defined]

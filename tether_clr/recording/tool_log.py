@@ -113,7 +113,7 @@ def _logged(call: ToolCall, declaration: Declaration | None) -> LoggedCall:
     )
 
 
-_SCHEMA_VERSION = 3  # 2: tool_outcomes.failure_reason; 3: tool_outcomes.content
+_SCHEMA_VERSION = 4  # 2: tool_outcomes.failure_reason; 3: tool_outcomes.content; 4: tool_outcomes.attempts
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS tool_calls (
@@ -137,7 +137,8 @@ _TABLES = (
     batch_id TEXT,
     position INTEGER,
     failure_reason TEXT,
-    content TEXT
+    content TEXT,
+    attempts INTEGER
 )""",
 )
 # Columns added after the first release: (table, column, type). An older file gets them by ALTER TABLE.
@@ -148,6 +149,7 @@ _ADDED_COLUMNS = (
     ("tool_outcomes", "position", "INTEGER"),
     ("tool_outcomes", "failure_reason", "TEXT"),
     ("tool_outcomes", "content", "TEXT"),
+    ("tool_outcomes", "attempts", "INTEGER"),
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS tool_outcomes_call_id ON tool_outcomes(call_id)",
@@ -197,8 +199,9 @@ class SqliteToolLog:
     """A durable sink on SQLite (WAL, synchronous=FULL: a returned write survives a crash).
 
     Each outcome row keeps the failure code, message and ``failure_reason``
-    (the machine-readable refinement, e.g. ``scope_revoked``); a log file made
-    before that column existed gains it when opened.
+    (the machine-readable refinement, e.g. ``scope_revoked``), and ``attempts``
+    (how many attempts a retried call took); a log file made before those
+    columns existed gains them when opened (older rows read as 1 attempt).
 
     Writes run in a worker thread so the event loop keeps serving overlapping
     bodies while SQLite syncs to disk.
@@ -278,7 +281,7 @@ class SqliteToolLog:
         await anyio.to_thread.run_sync(
             self._write,
             "INSERT INTO tool_outcomes (call_id, name, value, failure_code, failure_message, failure_reason, recorded_at, "
-            "batch_id, position, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "batch_id, position, content, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 safe_text_or_value(outcome.call_id),
                 safe_text_or_value(outcome.name),
@@ -290,6 +293,7 @@ class SqliteToolLog:
                 None if declaration is None else declaration.batch_id,
                 None if declaration is None else declaration.index,
                 None if outcome.explicit_content is None else json.dumps(parts_to_json(outcome.explicit_content)),
+                outcome.attempts,
             ),
         )
 
@@ -303,14 +307,15 @@ class SqliteToolLog:
 
     def outcomes(self) -> list[ToolExecutionOutcome]:
         rows = self._rows(
-            "SELECT call_id, name, value, failure_code, failure_message, failure_reason, content FROM tool_outcomes ORDER BY seq"
+            "SELECT call_id, name, value, failure_code, failure_message, failure_reason, content, attempts "
+            "FROM tool_outcomes ORDER BY seq"
         )
         return [
             ToolExecutionOutcome(
                 call_id, name, value, None if code is None else ToolFailure(ToolFailureCodes(code), message, reason),
-                None if content is None else parts_from_json(json.loads(content)),
+                None if content is None else parts_from_json(json.loads(content)), attempts or 1,
             )
-            for call_id, name, value, code, message, reason, content in rows
+            for call_id, name, value, code, message, reason, content, attempts in rows
         ]
 
     def pending_calls(self) -> list[LoggedCall]:

@@ -29,6 +29,8 @@ class ToolAuditRecord:
     call always has one); ``reason`` refines it. The identity and catalog
     fields are ``None`` when the call ran against a plain ``seal()`` view.
     ``parent_call_id`` names the call whose body made this one (a child call), else ``None``.
+    ``attempts`` is how many attempts the call took (more than 1 only for a
+    tool with a retry policy).
     """
 
     request_id: str | None
@@ -48,6 +50,7 @@ class ToolAuditRecord:
     reason: str | None
     latency_ms: float
     parent_call_id: str | None = None
+    attempts: int = 1
 
     def __post_init__(self) -> None:
         for name in ("request_id", "tenant_id", "principal_id", "agent_id", "model_name", "logical_name",
@@ -70,6 +73,8 @@ class ToolAuditRecord:
         latency = self.latency_ms
         if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not math.isfinite(latency) or latency < 0:
             raise ValueError(f"latency_ms must be a finite non-negative number, got {latency!r}")
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ValueError(f"attempts must be a positive int, got {self.attempts!r}")
 
     def as_json(self) -> dict[str, Any]:
         record = asdict(self)

@@ -252,6 +252,10 @@ class ToolExecutionOutcome:
     string as itself, anything else as canonical JSON), a failure's message. Built through :meth:`success` and :meth:`failed`, an
     outcome always serializes (``to_function_result().to_json()``) and can be
     recorded by any sink: its text is valid Unicode and its value is JSON.
+
+    ``attempts`` is how many attempts the call took: 1 unless the tool has a
+    :class:`~tether_clr.RetryPolicy` and an attempt was retried (the last one
+    may have been refused by re-authorization before its body).
     """
 
     call_id: str
@@ -259,6 +263,7 @@ class ToolExecutionOutcome:
     value_json: str
     failure: ToolFailure | None = None
     explicit_content: tuple[ContentPart, ...] | None = None
+    attempts: int = 1
 
     @classmethod
     def success(cls, call_id: str, name: str, value: Any) -> ToolExecutionOutcome:
@@ -305,6 +310,10 @@ class ToolExecutionOutcome:
     def with_content(self, parts: tuple[ContentPart, ...]) -> ToolExecutionOutcome:
         """The same outcome (value, failure, call id) with ``parts`` as its content."""
         return replace(self, explicit_content=as_parts(parts, "content"))
+
+    def with_attempts(self, attempts: int) -> ToolExecutionOutcome:
+        """The same outcome, saying it took ``attempts`` attempts (itself when it already says so)."""
+        return self if attempts == self.attempts else replace(self, attempts=attempts)
 
     @property
     def is_error(self) -> bool:

@@ -16,6 +16,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from tether_clr.foundations.abandonment import abandon_token, run_sync_until_abandoned
 from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.foundations.children import ChildCalls, current_child_calls
 from tether_clr.foundations.errors import ToolArgumentError
@@ -128,7 +129,9 @@ class PythonFunction:
     child calls through (``makes_child_calls`` is then True; the callable must be
     ``async``, since child calls are awaited). Synchronous callables run in a
     worker thread by default so that a parallel group really overlaps; such a
-    thread cannot be interrupted, only the token can ask it to stop.
+    thread cannot be interrupted, only the token can ask it to stop (in a timed
+    call whose grace period ran out, the pipeline stops waiting for it:
+    :mod:`tether_clr.foundations.abandonment`).
     """
 
     def __init__(
@@ -196,7 +199,11 @@ class PythonFunction:
         if self._is_async:
             return await self._fn(*args, **kwargs)
         if self._run_sync_in_thread:
-            result = await anyio.to_thread.run_sync(functools.partial(self._fn, *args, **kwargs))
+            abandon = abandon_token()
+            if abandon.can_be_cancelled:  # a timed call: the pipeline may have to stop waiting
+                result = await run_sync_until_abandoned(functools.partial(self._fn, *args, **kwargs), abandon)
+            else:
+                result = await anyio.to_thread.run_sync(functools.partial(self._fn, *args, **kwargs))
         else:
             result = self._fn(*args, **kwargs)
         if inspect.isawaitable(result):

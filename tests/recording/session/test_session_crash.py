@@ -20,7 +20,7 @@ from tests.support import ROOT
 from tests.support.session_child import kill_point
 from tests.support.session_stores import STORES, new_session, open_store, store_spec
 
-SEEDS = range(10)
+SEEDS = [*range(10), 42, 43]  # 42, 43: killed in the retried call's second attempt (step 1, step 2)
 
 
 async def _repair_once_the_lease_runs_out(store: SqlSessionStore, session: str) -> int:
@@ -48,6 +48,8 @@ def test_a_writer_killed_at_a_random_point_is_repaired_into_a_sound_log(kind: st
     async def check() -> None:
         with open_store(kind, spec) as store:
             before = await store.events(session)
+            if kill_point(seed)[0::2] == ("body", 5):  # in the retried call's second attempt: the first is durable
+                assert [e.payload["attempt"] for e in before if e.kind == "tool/attempt"][-1:] == [1]
             await _repair_once_the_lease_runs_out(store, session)
             events = await store.events(session)
             assert events[: len(before)] == before  # repair only appends

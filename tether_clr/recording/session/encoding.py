@@ -19,6 +19,7 @@ from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 
 __all__ = [
     "PendingEvent",
+    "attempt_payload",
     "call_payload",
     "check_session_id",
     "column_text",
@@ -112,7 +113,15 @@ def result_payload(
     fields: dict[str, Any] = {**_where(position, child), "name": outcome.name, **failure_fields(outcome)}
     if contexts:
         fields["contexts"] = list(contexts)
+    if outcome.attempts != 1:  # a retried call: how many attempts it took (tool/attempt events)
+        fields["attempts"] = outcome.attempts
     if outcome.explicit_content is not None:
         fields["content"] = parts_to_json(outcome.explicit_content)
     return dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
 
+
+def attempt_payload(position: int | None, attempt: int, outcome: ToolExecutionOutcome, child: str | None = None) -> str:
+    """A ``tool/attempt`` payload as JSON text: position (a child call: its ``child`` key instead), name, the
+    attempt's number and its failure fields (``ok``, ``code``, ``reason``, ``message``); the value is the
+    result's to record, not the attempt's."""
+    return dumps({**_where(position, child), "name": outcome.name, "attempt": attempt, **failure_fields(outcome)})

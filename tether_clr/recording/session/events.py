@@ -34,6 +34,7 @@ __all__ = [
     "STEP_START",
     "SessionEvent",
     "SessionLeasedError",
+    "TOOL_ATTEMPT",
     "TOOL_CALL",
     "TOOL_RESULT",
     "TURN_END",
@@ -51,6 +52,7 @@ APPROVAL_ASKED: Final = "approval/asked"
 APPROVAL_DECIDED: Final = "approval/decided"
 APPROVAL_GRANT: Final = "approval/grant"  # a remembered answer (see tether_clr.recording.session.grants)
 APPROVAL_REVOKE: Final = "approval/revoke"  # a grant ended by store.revoke_grant: no step, any turn
+TOOL_ATTEMPT: Final = "tool/attempt"
 TOOL_RESULT: Final = "tool/result"
 USER_MESSAGE: Final = "user/message"
 STEP_END: Final = "step/end"
@@ -66,6 +68,7 @@ EVENT_KINDS: Final = (
     APPROVAL_DECIDED,
     APPROVAL_GRANT,
     APPROVAL_REVOKE,
+    TOOL_ATTEMPT,
     TOOL_RESULT,
     USER_MESSAGE,
     STEP_END,

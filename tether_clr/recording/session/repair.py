@@ -4,7 +4,8 @@
 a crash left open, closed:
 
 * a ``tool/call`` without ``tool/result``: a synthesized result ABORTED, reason
-  ``interrupted`` (its body may have run: side effects are possible);
+  ``interrupted`` (its body may have run: side effects are possible); a retried
+  call's result says how many ``tool/attempt`` events the log holds;
 * a call the model proposed (``assistant/message``) that was never declared: a
   ``tool/call`` marked ``repaired`` and its result ABORTED_BEFORE_DISPATCH,
   reason ``interrupted`` (it never ran; the call is declared so that every result
@@ -120,6 +121,9 @@ def _close_calls(step: StepLog, before: int | None = None) -> list[NewEvent]:
             payload = declared.payload
             call_id = declared.call_id
             result = _failed(Codes.ABORTED, "interrupted: the writer stopped after declaring the call; its body may have run")
+            attempts = step.attempts.get(position, 0)
+            if attempts > 1:  # a retried call: the attempts the log recorded (tool/attempt)
+                result["attempts"] = attempts
         else:
             payload = proposed[position]
             call_id = payload.get("call_id") if isinstance(payload.get("call_id"), str) else None

@@ -85,6 +85,9 @@ def _outcome(step: StepLog, position: int) -> ToolExecutionOutcome:
         outcome = ToolExecutionOutcome.failed(
             call_id, name, Codes(str(payload.get("code"))), str(payload.get("message")), reason if isinstance(reason, str) else None
         )
+    attempts = payload.get("attempts")
+    if type(attempts) is int and attempts > 1:
+        outcome = outcome.with_attempts(attempts)
     content = payload.get("content")
     return outcome if content is None else outcome.with_content(parts_from_json(content))
 

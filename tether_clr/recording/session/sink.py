@@ -23,6 +23,7 @@ from tether_clr.execution.ports import Declaration, current_declaration
 from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.encoding import (
     PendingEvent,
+    attempt_payload,
     call_payload,
     check_session_id,
     dumps,
@@ -36,6 +37,7 @@ from tether_clr.recording.session.events import (
     PTC_DISPATCH,
     STEP_END,
     STEP_START,
+    TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
     USER_MESSAGE,
@@ -62,7 +64,8 @@ class SessionSink:
     be repaired or resumed from the log alone); ``call_declared`` ``tool/call``;
     ``approval_asked`` / ``approval_decided`` the approval events, with the
     exact arguments and their fingerprint; ``outcome_ready`` ``tool/result`` in
-    model order; ``approval_granted`` ``approval/grant`` after an ``*_ALWAYS``
+    model order; ``attempt_ended`` ``tool/attempt`` (each attempt of a call with a
+    retry policy: its number and outcome); ``approval_granted`` ``approval/grant`` after an ``*_ALWAYS``
     answer, and ``approval_from_grant`` the ``approval/decided`` of a call a
     grant decides (naming it), after looking the grant up in the store (or
     among this step's grants not yet committed); ``batch_finished`` ``step/end`` (only if every proposed call was
@@ -262,6 +265,11 @@ class SessionSink:
     async def contexts_added(self, contexts: Sequence[str]) -> None:
         """The additional contexts of the call whose ``outcome_ready`` comes next (kept with its result)."""
         self._adding = (self._position(False), tuple(contexts))
+
+    async def attempt_ended(self, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome) -> None:
+        position, where = self._where()
+        self._add(TOOL_ATTEMPT, execution.call_id, position, attempt_payload(position, attempt, outcome, where.get("child")))
+        await self._added()
 
     async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
         declaration = current_declaration()

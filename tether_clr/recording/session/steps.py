@@ -23,6 +23,7 @@ from tether_clr.recording.session.events import (
     APPROVAL_DECIDED,
     ASSISTANT_MESSAGE,
     STEP_END,
+    TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -79,6 +80,7 @@ class StepLog:
     child_calls: dict[str, SessionEvent] = field(default_factory=dict)  # child key -> its tool/call
     child_results: dict[str, SessionEvent] = field(default_factory=dict)  # child key -> its tool/result
     messaged: bool = False  # a user/message was written (the sink writes them with step/end)
+    attempts: dict[int, int] = field(default_factory=dict)  # tool/attempt events per position (retried calls)
     ended: bool = False
 
     @property
@@ -145,4 +147,6 @@ def read_steps(events: Sequence[SessionEvent]) -> SessionSteps:
             step.asked[position] = event
         elif event.kind == APPROVAL_DECIDED:
             step.decided[position] = event
+        elif event.kind == TOOL_ATTEMPT:
+            step.attempts[position] = step.attempts.get(position, 0) + 1
     return SessionSteps(turns, steps)

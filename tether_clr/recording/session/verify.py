@@ -16,6 +16,10 @@
   the call that made it was declared before it;
 * the model sees a step's results first: no ``tool/result`` of a step follows
   one of its ``user/message`` events (the additional contexts);
+* a ``tool/attempt`` lies between its call's ``tool/call`` and ``tool/result``,
+  its attempts are numbered 1, 2, ... in log order, and the result's
+  ``attempts`` (1 when absent) is their count, or one more when the last attempt
+  was interrupted before its own event (a cancellation; the result is its outcome);
 * sequence numbers only grow;
 * grants: see :mod:`~tether_clr.recording.session.grant_checks` (an
   ``approval/revoke`` belongs to no step and may follow the end of its turn).
@@ -33,6 +37,7 @@ from tether_clr.recording.session.events import (
     PTC_DISPATCH,
     STEP_END,
     STEP_START,
+    TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -131,6 +136,37 @@ def log_violations(
     problems.extend(children.unanswered(steps, open_ok))
     problems.extend(_bodies_after_refusal(events))
     problems.extend(grant_violations(events, grant_events))
+    problems.extend(_attempt_violations(events))
+    return problems
+
+
+def _attempt_violations(events: Sequence[SessionEvent]) -> list[str]:
+    """``tool/attempt`` events: inside their call, numbered from 1, counted by the result's ``attempts``."""
+    problems: list[str] = []
+    declared: set[tuple[int, int | None, object]] = set()
+    answered: set[tuple[int, int | None, object]] = set()
+    attempts: Counter[tuple[int, int | None, object]] = Counter()
+    for event in events:
+        child = child_key(event)
+        key = (event.turn, event.step, event.payload.get("index") if child is None else f"child {child}")
+        where = f"seq {event.seq} ({event.kind}, turn {event.turn}, step {event.step}, call {event.call_id!r})"
+        if event.kind == TOOL_CALL:
+            declared.add(key)
+        elif event.kind == TOOL_ATTEMPT:
+            if key not in declared or key in answered:
+                problems.append(f"{where}: attempt {'after the result' if key in answered else 'without a call'}")
+            attempts[key] += 1
+            number = event.payload.get("attempt")
+            if number != attempts[key]:
+                problems.append(f"{where}: attempt numbered {number!r}, expected {attempts[key]}")
+        elif event.kind == TOOL_RESULT:
+            answered.add(key)
+            recorded = event.payload.get("attempts", 1)
+            seen = attempts[key]
+            if seen and recorded not in (seen, seen + 1):
+                problems.append(f"{where}: the result says {recorded!r} attempts, the log records {seen}")
+            elif not seen and recorded != 1:
+                problems.append(f"{where}: the result says {recorded!r} attempts, the log records none")
     return problems
 
 
