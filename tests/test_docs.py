@@ -179,3 +179,10 @@ def test_the_child_calls_example_runs_as_written(tmp_path: Path) -> None:
     done = _run(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["3.5 ('c1: prices change hourly',)"]
+
+
+def test_the_readme_timeouts_and_retries_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks('Timeouts, retries and "always allow"', "python")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["101.5 2"]
