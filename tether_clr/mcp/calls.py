@@ -20,8 +20,10 @@ from typing import Any
 
 import anyio
 
+from tether_clr.catalog.builtin import CatalogTool
+from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import ToolAssembly
-from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
+from tether_clr.execution.ports import ApprovalProvider, ForwardingSink, ToolCallSink
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
@@ -29,7 +31,7 @@ from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.records.suspension import BatchSuspended
 from tether_clr.registry import ToolRegistry
 
-__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_callable_name", "run_call"]
+__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_search", "never_parks", "run_call"]
 
 UNKNOWN_TOOL_MESSAGE = "Unknown tool"
 """The message of the -32602 error, the same for a tool that exists nowhere and one the caller cannot see."""
@@ -37,9 +39,32 @@ UNKNOWN_TOOL_MESSAGE = "Unknown tool"
 CLIENT_CANCELLED = "cancelled by the client (notifications/cancelled)"
 
 
-def is_callable_name(assembly: ToolAssembly, name: str) -> bool:
-    """Whether ``name`` resolves in the caller's assembly (a name or an alias it binds)."""
-    return assembly.resolve(name) is not None
+def is_search(entry: ToolEntry) -> bool:
+    """Whether ``entry`` is the registry's tool search (``registry.enable_tool_search``)."""
+    tool = entry.tool
+    return entry.catalog_tool and isinstance(tool, CatalogTool) and tool.searches_deferred
+
+
+class _NeverParks(ForwardingSink):
+    """The host's sink, saying it cannot hold a parked call (whatever it could)."""
+
+    @property
+    def parks_approvals(self) -> bool:
+        return False
+
+
+def never_parks(sink: ToolCallSink | None) -> ToolCallSink | None:
+    """``sink`` as the server runs calls with: one that never parks a call.
+
+    An MCP ``tools/call`` is answered once, now; nothing would carry a later
+    decision's result back to the client. So a call whose approval the provider
+    ``DEFERRED`` ends UNAVAILABLE with reason ``approval_deferred`` (its body never
+    run, the outcome recorded in ``sink``), also when ``sink`` is a session
+    store's, which would otherwise park it.
+    """
+    if sink is None or getattr(sink, "parks_approvals", False) is not True:
+        return sink
+    return _NeverParks(sink)
 
 
 def _arguments_text(arguments: dict[str, Any] | None) -> str:
@@ -68,28 +93,26 @@ async def run_call(
     """
     call = ToolCall(f"mcp-{uuid.uuid4().hex}", name, _arguments_text(arguments), scope)
     source = CancellationSource()
-    results: list[list[ToolExecutionOutcome] | BatchSuspended] = []
     finished = anyio.Event()
 
-    async def batch() -> None:
-        with anyio.CancelScope(shield=True):
-            try:
-                results.append(await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval))
-            finally:
-                finished.set()
-
     async def watch() -> None:
+        # Waits while the batch runs; a cancellation of the caller (the SDK cancels the
+        # handler) reaches this task, not the shielded batch, and becomes the call's token.
         try:
             await finished.wait()
         except anyio.get_cancelled_exc_class():
-            source.cancel(CLIENT_CANCELLED)
+            if not finished.is_set():
+                source.cancel(CLIENT_CANCELLED)
             raise
 
     async with anyio.create_task_group() as group:
-        group.start_soon(batch)
         group.start_soon(watch)
-    result = results[0]
+        try:
+            with anyio.CancelScope(shield=True):
+                result = await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval)
+        finally:
+            finished.set()  # the watcher ends without being cancelled (cheaper than cancelling it)
     if isinstance(result, BatchSuspended):
-        # No MCP sink can hold a parked call for later: a DEFERRED approval is an unavailable one.
-        raise RuntimeError("the call was parked (BatchSuspended); an MCP server cannot resume it")
+        # Unreachable through the server, whose sink never parks (never_parks): DEFERRED is UNAVAILABLE.
+        raise RuntimeError("the call was parked (BatchSuspended): run_call needs a sink that never parks")
     return result[0]
