@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.server.session import ServerSession
@@ -290,3 +291,70 @@ async def test_the_server_still_serves_a_session_when_the_sdk_hides_the_connecti
             await c.call_tool("no_such_tool", {})
     assert first.is_error is False and second.is_error is False
     assert scopes[0] is not scopes[1] and scopes[0].owner == "alice"  # a scope per request, as in 2026-07-28
+
+
+# ---------------------------------------------------------------- cancellation without a task per call
+@pytest.mark.parametrize("mode", ERAS)
+async def test_only_calls_outside_a_watched_connection_get_a_watcher_task_of_their_own(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tether_clr.mcp.calls as calls_module
+
+    watched: list[int] = []
+    original = calls_module._watched
+
+    async def counted(*args: Any) -> Any:
+        watched.append(1)
+        return await original(*args)
+
+    monkeypatch.setattr(calls_module, "_watched", counted)
+    async with client(served(governed_registry()), mode=mode) as c:
+        for _ in range(2):
+            await c.call_tool("price", {"product": "tea"})
+    assert len(watched) == (0 if mode == "legacy" else 2)
+
+
+async def test_the_end_of_the_connection_aborts_a_call_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether_clr.mcp import TetherMcpServer
+    from tether_clr.mcp.inflight import CONNECTION_CLOSED
+    from tests.support.mcp_servers import Gate
+
+    async def ignore(self: Any, ctx: Any, params: Any) -> None:  # as if notifications/cancelled never came
+        return None
+
+    monkeypatch.setattr(TetherMcpServer, "_cancelled", ignore)
+    gate = Gate()
+    log = InMemoryToolLog()
+    server = served(governed_registry(gate), sink=log)
+    with anyio.fail_after(20):
+        async with client(server) as c:
+            async with anyio.create_task_group() as group:
+                group.start_soon(c.call_tool, "slow", {})
+                await gate.started.wait()
+                group.cancel_scope.cancel()
+        # the client is gone: its connection ended, and with it the call
+        while not log.outcomes:
+            await anyio.sleep(0.01)
+    assert log.outcomes[0].code == ToolFailureCodes.ABORTED
+    assert CONNECTION_CLOSED in (log.outcomes[0].failure.message if log.outcomes[0].failure else "")
+
+
+async def test_connection_calls_cancel_by_request_id_and_all_at_the_end() -> None:
+    from tether_clr.foundations.cancellation import CancellationSource
+    from tether_clr.mcp.inflight import ConnectionCalls
+
+    calls = ConnectionCalls()
+    first, second, third = CancellationSource(), CancellationSource(), CancellationSource()
+    calls.add(7, first)
+    key = calls.add("8", second)
+    calls.add(9, third)
+    calls.cancel("7", "stop")  # the SDK's correlation: "7" and 7 are one id
+    calls.cancel(99, "stop")  # not in flight: nothing
+    calls.discard(key, second)
+    async with anyio.create_task_group() as group:
+        group.start_soon(calls.watch)
+        await anyio.wait_all_tasks_blocked()
+        assert calls.watching
+        group.cancel_scope.cancel()
+    assert (first.is_cancelled, second.is_cancelled, third.is_cancelled) == (True, False, True)
+    assert first.reason == "stop" and not calls.watching

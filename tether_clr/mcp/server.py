@@ -25,6 +25,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
+    CancelledNotificationParams,
+    NotificationParams,
     ListToolsResult,
     PaginatedRequestParams,
     SubscriptionsListenRequestParams,
@@ -37,6 +39,7 @@ from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
+from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
 from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.request import (
@@ -130,6 +133,9 @@ class TetherMcpServer:
         )
         # a plain handler, so that it may answer the result's dict (on_call_tool wants the model)
         self.sdk_server.add_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+        # a handshake-era connection's watcher, and the client's cancellations (tether_clr.mcp.inflight)
+        self.sdk_server.add_notification_handler("notifications/initialized", NotificationParams, self._watch_connection)
+        self.sdk_server.add_notification_handler("notifications/cancelled", CancelledNotificationParams, self._cancelled)
         self.sdk_server.middleware.append(self._track_sessions)
         self._change_registration = registry.on_change(self._changed)
 
@@ -187,13 +193,43 @@ class TetherMcpServer:
         if entry is None:
             raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
         approval = approval_for(ctx) if self.elicit_approval else None
-        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self._sink, approval)
+        calls = self._connection_calls(ctx)
+        in_flight = (calls, ctx.request_id) if calls is not None and calls.watching and ctx.request_id is not None else None
+        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self._sink, approval, in_flight)
         if outcome.failure is None and is_search(entry):
             await self._remember_search(ctx, assembly, outcome)
         result = outcome.to_mcp()
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             result["resultType"] = "complete"  # required from 2026-07-28 on (the model's default)
         return result
+
+    @staticmethod
+    def _connection_calls(ctx: Any, make: bool = False) -> ConnectionCalls | None:
+        """The handshake-era connection's calls in flight (``None`` in 2026-07-28, or without connection state)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        state = connection_state(ctx)
+        if state is None:
+            return None
+        calls = state.get(CALLS_KEY)
+        if not isinstance(calls, ConnectionCalls):
+            if not make:
+                return None
+            calls = state[CALLS_KEY] = ConnectionCalls()
+        return calls
+
+    async def _watch_connection(self, ctx: Any, params: NotificationParams) -> None:
+        """``notifications/initialized``: the connection's watcher, for as long as the connection lasts
+        (the SDK runs it in the connection's task group and cancels it when the connection ends)."""
+        calls = self._connection_calls(ctx, make=True)
+        if calls is not None and not calls.watching:
+            await calls.watch()
+
+    async def _cancelled(self, ctx: Any, params: CancelledNotificationParams) -> None:
+        """``notifications/cancelled``: cancel the token of that call, if it is in flight on this connection."""
+        calls = self._connection_calls(ctx)
+        if calls is not None:
+            calls.cancel(params.request_id, CLIENT_CANCELLED)
 
     async def _remember_search(self, ctx: Any, assembly: ToolAssembly, outcome: Any) -> None:
         """After a successful tool search, keep its matches loaded for this session, and tell the client its list changed."""
