@@ -69,7 +69,7 @@ async def main(args: argparse.Namespace) -> None:
                 sampler.start()
                 await calls(clients[name], args.calls)
                 sampler.stop()
-                print(sampler.output_text(unicode=False, color=False, show_all=False))
+                print(sampler.output_text(unicode=False, color=False, show_all=args.show_all))
                 return
             profiler = cProfile.Profile()
             profiler.enable()
@@ -94,5 +94,6 @@ if __name__ == "__main__":
     parser.add_argument("--profile", choices=("tether", "fastmcp"))
     parser.add_argument("--sort", default="cumulative", help="the pstats sort key (cumulative, tottime...)")
     parser.add_argument("--top", type=int, default=45)
+    parser.add_argument("--show-all", action="store_true", help="pyinstrument: show every frame")
     parser.add_argument("--pyinstrument", action="store_true", help="sample with pyinstrument (pip install pyinstrument) instead of cProfile")
     anyio.run(main, parser.parse_args())

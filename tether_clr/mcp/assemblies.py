@@ -76,8 +76,7 @@ def assembly_for(
             and kept.registry_revision == registry.revision
             and kept.policy_revision == registry.policy_revision
             and _same_identity(kept.context, context)
-            and not authority_is_live(registry.authority)
-        ):
+        ):  # the authority was not live when it was kept, and replacing it bumps the revisions
             return kept.for_request(context)
     assembly = registry.assemble(context, scope)
     if state is not None:

@@ -15,6 +15,7 @@ before the handler gives up.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from typing import Any
@@ -68,6 +69,11 @@ def never_parks(sink: ToolCallSink | None) -> ToolCallSink | None:
     return _NeverParks(sink)
 
 
+# Call ids: unique per process (a random prefix, then a counter), without a uuid4 per call.
+_CALL_PREFIX = uuid.uuid4().hex[:12]
+_call_numbers = itertools.count(1)
+
+
 def _arguments_text(arguments: dict[str, Any] | None) -> str:
     if arguments is None:
         return "{}"
@@ -96,7 +102,7 @@ async def run_call(
     watcher runs) and this request's id, which then cancel the token instead of a watcher task
     of this call's own (see :mod:`tether_clr.mcp.inflight`).
     """
-    call = ToolCall(f"mcp-{uuid.uuid4().hex}", name, _arguments_text(arguments), scope)
+    call = ToolCall(f"mcp-{_CALL_PREFIX}-{next(_call_numbers)}", name, _arguments_text(arguments), scope)
     source = CancellationSource()
     if in_flight is not None:
         calls, request_id = in_flight

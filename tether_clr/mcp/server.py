@@ -136,7 +136,6 @@ class TetherMcpServer:
         # a handshake-era connection's watcher, and the client's cancellations (tether_clr.mcp.inflight)
         self.sdk_server.add_notification_handler("notifications/initialized", NotificationParams, self._watch_connection)
         self.sdk_server.add_notification_handler("notifications/cancelled", CancelledNotificationParams, self._cancelled)
-        self.sdk_server.middleware.append(self._track_sessions)
         self._change_registration = registry.on_change(self._changed)
 
     # ---------------------------------------------------------------- transports
@@ -219,8 +218,9 @@ class TetherMcpServer:
         return calls
 
     async def _watch_connection(self, ctx: Any, params: NotificationParams) -> None:
-        """``notifications/initialized``: the connection's watcher, for as long as the connection lasts
-        (the SDK runs it in the connection's task group and cancels it when the connection ends)."""
+        """``notifications/initialized``: remember the connection for list_changed, then be its watcher for as
+        long as it lasts (the SDK runs this in the connection's task group and cancels it when the connection ends)."""
+        self._track_session(ctx)
         calls = self._connection_calls(ctx, make=True)
         if calls is not None and not calls.watching:
             await calls.watch()
@@ -270,19 +270,21 @@ class TetherMcpServer:
             self._notifiers.pop(send, None)
             send.close()
 
-    async def _track_sessions(self, ctx: Any, call_next: Any) -> Any:
-        """Server middleware: remember each handshake-era connection, to tell it when the tools change."""
+    @staticmethod
+    def _track_session(ctx: Any) -> None:
+        """Remember a handshake-era connection, to tell it when the tools change (once, at its
+        ``notifications/initialized``: no middleware on every message)."""
         sessions = ctx.lifespan_context.get(_SESSIONS) if isinstance(ctx.lifespan_context, Mapping) else None
         if sessions is not None and ctx.session.can_send_request:
-            # The SDK hands out one ServerSession per request; its connection is what lasts.
+            # The SDK hands out one ServerSession per message; its connection is what lasts, and
+            # list_changed goes out on the connection's channel whichever session sends it.
             connection = getattr(ctx.session, "_connection", ctx.session)
             key = id(connection)
-            if key not in sessions:  # any request's session of a connection tells it (list_changed is not request-scoped)
+            if key not in sessions:
                 exit_stack = getattr(connection, "exit_stack", None)
                 if exit_stack is not None:  # forget the connection when the SDK closes it
                     exit_stack.callback(sessions.pop, key, None)
                 sessions[key] = ctx.session
-        return await call_next(ctx)
 
     def _changed(self, event: Any) -> None:
         """``registry.on_change``: poke each run's notifier, on its own event loop (a change may be made
