@@ -1,12 +1,17 @@
 """Where an MCP ``tools/call`` spends its time, in memory: tether_clr's server against FastMCP.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/profile_mcp.py [--calls N] [--rounds R] [--profile tether|fastmcp]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/profile_mcp.py [--calls N] [--rounds R]
+        [--profile tether|fastmcp [--sort KEY] [--top N] [--pyinstrument [--show-all]]]
 
 Both servers serve the benchmark's ``echo`` (benchmarks/mcp_server.py: governance on, a guard and an
 audit listener) to the SDK's ``mcp.Client`` over its in-memory transport, handshake era, in one
-session each. Without ``--profile``: ``--rounds`` alternating rounds of ``--calls`` sequential calls,
-the median µs per call of each server. With it: cProfile of that server's calls, sorted by
-cumulative time (the top 40), so the HTTP stack is out of the picture.
+session each, so the HTTP stack is out of the picture. Without ``--profile``: ``--rounds``
+alternating rounds of ``--calls`` sequential calls; per server, the median over the rounds of the
+event loop thread's CPU time per call (client included: the client and the server share the
+thread; CPU time, because other work on a shared machine inflates wall time far more). With it:
+cProfile of that server's calls (``--sort``, ``--top``), or pyinstrument's sampling
+(``--pyinstrument``; not a dependency: ``pip install pyinstrument``), which distorts coroutine
+chains less.
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ async def main(args: argparse.Namespace) -> None:
             for name, client in clients.items():
                 per_call[name].append(await calls(client, args.calls))
         for name, values in per_call.items():
-            print(f"{name}: {statistics.median(values) * 1e6:.0f} µs per call (median of {args.rounds} rounds)")
+            print(f"{name}: {statistics.median(values) * 1e6:.0f} µs of loop-thread CPU per call (median of {args.rounds} rounds)")
         ratio = statistics.median(per_call["tether_clr"]) / statistics.median(per_call["FastMCP"])
         print(f"tether_clr / FastMCP: {ratio:.2f}x")
 

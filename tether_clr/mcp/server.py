@@ -1,8 +1,9 @@
 """The MCP server for a governed catalog, on the ``mcp`` SDK's low-level ``Server``.
 
 :func:`create_server` builds a :class:`TetherMcpServer`: ``tools/list`` and
-``tools/call`` for whoever ``context_for`` says is asking, each request
-assembled afresh from the registry, each call through ``execute_batch``.
+``tools/call`` for whoever ``context_for`` says is asking, each request with
+the assembly a fresh one would be (a handshake-era session reuses its own while
+it is exact: :mod:`tether_clr.mcp.assemblies`), each call through ``execute_batch``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 import anyio
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
@@ -26,22 +26,23 @@ from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CancelledNotificationParams,
-    NotificationParams,
     ListToolsResult,
+    NotificationParams,
     PaginatedRequestParams,
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
     Tool,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.approval import approval_for
+from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
 from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
-from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.request import (
     ContextFor,
     connection_scope,
