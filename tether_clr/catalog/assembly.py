@@ -290,13 +290,18 @@ class CatalogSelection:
     ``chosen`` is in catalog order (built-in tools by ordinal name, then plugin
     tools); ``omitted`` is sorted by logical name, then version, so equal
     inputs give equal selections. ``aliases`` maps each usable alias to the
-    model name it resolves to.
+    model name it resolves to. ``reusable``: no feature flag (``enabled_when``)
+    and no deny rule took part, so the selection is a function of the
+    candidates, the context's identity, the scopes and the pins alone (what a
+    cache of assemblies may rely on; see :attr:`ToolAssembly.reusable
+    <tether_clr.catalog.views.ToolAssembly.reusable>`).
     """
 
     context: RequestContext
     chosen: tuple[ToolCandidate, ...]
     omitted: tuple[Omission, ...]
     aliases: Mapping[str, str]
+    reusable: bool = False
 
     @property
     def definitions(self) -> tuple[ToolSchemaSnapshot, ...]:
@@ -392,6 +397,9 @@ def assemble_catalog(
         tuple(deny_rules),
         query,
     )
+    candidates = list(candidates)
+    # Flags and deny rules are host code that may answer differently for the same inputs.
+    reusable = not request.deny_rules and all(c.metadata.enabled_when is None for c in candidates)
     visible, excluded = apply_filters(candidates, request, filters)
     unshadowed, shadowed = shadow(visible)
     chosen, superseded = choose_versions(unshadowed, request)
@@ -402,6 +410,7 @@ def assemble_catalog(
         tuple(chosen),
         tuple(Omission(c.logical_name, c.version, reason, detail) for c, reason, detail in omitted),
         resolve_aliases(chosen),
+        reusable,
     )
 
 

@@ -18,6 +18,7 @@ Layer 3 (the catalog): views decide what is visible and callable; they run nothi
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol, TypeVar
@@ -366,6 +367,33 @@ class ToolAssembly(SealedToolCatalogView):
                 self._registry_revision, self._policy_revision, loaded=self._loaded, native_deferral=self._native
             )
         return found
+
+    @property
+    def reusable(self) -> bool:
+        """Whether this snapshot may serve a later request of the same identity at the same revisions.
+
+        True when no feature flag (``enabled_when``) and no deny rule took part in
+        assembling it: the selection is then a function of the registry's
+        revisions, the context's identity and the scopes it was assembled with, so
+        an assembly made again with those would be this one. A host that caches
+        assemblies (the MCP server does, per session) keys them on exactly those and
+        rebinds the request with :meth:`for_request`; calls stay re-authorized
+        against the live registry before every body either way.
+        """
+        return self._selection.reusable
+
+    def for_request(self, context: RequestContext) -> ToolAssembly:
+        """This snapshot for another request of the same identity (``context.identity()`` equal;
+        only ``request_id`` may differ): same bindings, definitions, loaded schemas and digest,
+        with ``context`` as the one audit records and re-authorization read. ``ValueError`` otherwise."""
+        current = self._selection.context
+        if context == current:
+            return self
+        if not isinstance(context, RequestContext) or context.identity() != current.identity():
+            raise ValueError("for_request needs a context of the same identity (only request_id may differ)")
+        twin = copy.copy(self)
+        twin._selection = dataclasses.replace(self._selection, context=context)
+        return twin
 
     def discovery(self) -> DiscoveryResult:
         """The same decision as a :class:`DiscoveryResult` (bindings, omissions, revisions)."""

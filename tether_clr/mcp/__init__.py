@@ -9,13 +9,14 @@ from __future__ import annotations
 from tether_clr.foundations.exports import rehome
 from tether_clr.mcp.approval import APPROVAL_SCHEMA, ElicitingApproval
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE
-from tether_clr.mcp.request import ContextFor, McpRequest, Transport
+from tether_clr.mcp.request import LOADED_META_KEY, ContextFor, McpRequest, Transport
 from tether_clr.mcp.server import NO_CONTEXT_MESSAGE, TetherMcpServer, create_server
 
 __all__ = [
     "APPROVAL_SCHEMA",
     "ContextFor",
     "ElicitingApproval",
+    "LOADED_META_KEY",
     "McpRequest",
     "NO_CONTEXT_MESSAGE",
     "TetherMcpServer",

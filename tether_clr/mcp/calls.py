@@ -6,40 +6,72 @@ An unknown tool and a tool the caller cannot see get the same JSON-RPC error
 
 Cancellation: the SDK answers a client's ``notifications/cancelled`` by
 cancelling the handler. The batch runs shielded from that, with its own
-:class:`~tether_clr.CancellationSource`; a watcher turns the handler's
-cancellation into a cancelled token, so the call ends ABORTED (or
-ABORTED_BEFORE_DISPATCH) and the sink, listeners and audit record it as
-usual before the handler gives up.
+:class:`~tether_clr.CancellationSource`; the client's cancellation cancels that
+token instead (the connection's watcher, or one beside the call: see
+:mod:`tether_clr.mcp.inflight`), so the call ends ABORTED (or
+ABORTED_BEFORE_DISPATCH) and the sink, listeners and audit record it as usual
+before the handler gives up.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from typing import Any
 
 import anyio
 
+from tether_clr.catalog.builtin import CatalogTool
+from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import ToolAssembly
-from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
+from tether_clr.execution.ports import ApprovalProvider, ForwardingSink, ToolCallSink
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
+from tether_clr.mcp.inflight import CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.records.suspension import BatchSuspended
 from tether_clr.registry import ToolRegistry
 
-__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_callable_name", "run_call"]
+__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_search", "never_parks", "run_call"]
 
 UNKNOWN_TOOL_MESSAGE = "Unknown tool"
 """The message of the -32602 error, the same for a tool that exists nowhere and one the caller cannot see."""
 
-CLIENT_CANCELLED = "cancelled by the client (notifications/cancelled)"
 
 
-def is_callable_name(assembly: ToolAssembly, name: str) -> bool:
-    """Whether ``name`` resolves in the caller's assembly (a name or an alias it binds)."""
-    return assembly.resolve(name) is not None
+def is_search(entry: ToolEntry) -> bool:
+    """Whether ``entry`` is the registry's tool search (``registry.enable_tool_search``)."""
+    tool = entry.tool
+    return entry.catalog_tool and isinstance(tool, CatalogTool) and tool.searches_deferred
+
+
+class _NeverParks(ForwardingSink):
+    """The host's sink, saying it cannot hold a parked call (whatever it could)."""
+
+    @property
+    def parks_approvals(self) -> bool:
+        return False
+
+
+def never_parks(sink: ToolCallSink | None) -> ToolCallSink | None:
+    """``sink`` as the server runs calls with: one that never parks a call.
+
+    An MCP ``tools/call`` is answered once, now; nothing would carry a later
+    decision's result back to the client. So a call whose approval the provider
+    ``DEFERRED`` ends UNAVAILABLE with reason ``approval_deferred`` (its body never
+    run, the outcome recorded in ``sink``), also when ``sink`` is a session
+    store's, which would otherwise park it.
+    """
+    if sink is None or getattr(sink, "parks_approvals", False) is not True:
+        return sink
+    return _NeverParks(sink)
+
+
+# Call ids: unique per process (a random prefix, then a counter), without a uuid4 per call.
+_CALL_PREFIX = uuid.uuid4().hex[:12]
+_call_numbers = itertools.count(1)
 
 
 def _arguments_text(arguments: dict[str, Any] | None) -> str:
@@ -60,36 +92,62 @@ async def run_call(
     scope: AgentPipelineScope | None,
     sink: ToolCallSink | None,
     approval: ApprovalProvider | None = None,
+    in_flight: tuple[ConnectionCalls, Any] | None = None,
 ) -> ToolExecutionOutcome:
     """Run one call through ``execute_batch``; a cancellation of the caller cancels the call's token.
 
     The outcome is returned, or, when the caller was cancelled, recorded and the
     cancellation re-raised. ``approval``: this call's approval provider (``None``: the registry's).
+    ``in_flight``: the connection's :class:`~tether_clr.mcp.inflight.ConnectionCalls` (while its
+    watcher runs) and this request's id, which then cancel the token instead of a watcher task
+    of this call's own (see :mod:`tether_clr.mcp.inflight`).
     """
-    call = ToolCall(f"mcp-{uuid.uuid4().hex}", name, _arguments_text(arguments), scope)
+    call = ToolCall(f"mcp-{_CALL_PREFIX}-{next(_call_numbers)}", name, _arguments_text(arguments), scope)
     source = CancellationSource()
-    results: list[list[ToolExecutionOutcome] | BatchSuspended] = []
-    finished = anyio.Event()
+    if in_flight is not None:
+        calls, request_id = in_flight
+        # Cancelled before the call is registered: never start it. From here to the shield
+        # nothing awaits, so a later cancellation finds the call registered.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        key = calls.add(request_id, source)
+        try:
+            with anyio.CancelScope(shield=True):
+                result = await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval)
+        finally:
+            calls.discard(key, source)
+        await anyio.lowlevel.checkpoint_if_cancelled()  # recorded; now the caller's cancellation
+    else:
+        result = await _watched(registry, call, assembly, sink, source, approval)
+    if isinstance(result, BatchSuspended):
+        # Unreachable through the server, whose sink never parks (never_parks): DEFERRED is UNAVAILABLE.
+        raise RuntimeError("the call was parked (BatchSuspended): run_call needs a sink that never parks")
+    return result[0]
 
-    async def batch() -> None:
-        with anyio.CancelScope(shield=True):
-            try:
-                results.append(await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval))
-            finally:
-                finished.set()
+
+async def _watched(
+    registry: ToolRegistry,
+    call: ToolCall,
+    assembly: ToolAssembly,
+    sink: ToolCallSink | None,
+    source: CancellationSource,
+    approval: ApprovalProvider | None,
+) -> list[ToolExecutionOutcome] | BatchSuspended:
+    """The batch, shielded, with a watcher task beside it that the caller's cancellation reaches."""
+    finished = anyio.Event()
 
     async def watch() -> None:
         try:
             await finished.wait()
         except anyio.get_cancelled_exc_class():
-            source.cancel(CLIENT_CANCELLED)
+            if not finished.is_set():
+                source.cancel(CLIENT_CANCELLED)
             raise
 
     async with anyio.create_task_group() as group:
-        group.start_soon(batch)
         group.start_soon(watch)
-    result = results[0]
-    if isinstance(result, BatchSuspended):
-        # No MCP sink can hold a parked call for later: a DEFERRED approval is an unavailable one.
-        raise RuntimeError("the call was parked (BatchSuspended); an MCP server cannot resume it")
-    return result[0]
+        try:
+            with anyio.CancelScope(shield=True):
+                result = await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval)
+        finally:
+            finished.set()  # the watcher ends without being cancelled (cheaper than cancelling it)
+    return result

@@ -1,4 +1,4 @@
-"""``tools/list``: one page of a fresh assembly, behind an opaque cursor.
+"""``tools/list``: one page of the caller's assembly, behind an opaque cursor.
 
 The tools are the MCP projection of the caller's assembly
 (:func:`~tether_clr.projections.mcp.mcp_tool_dicts`): its deterministic order,

@@ -16,10 +16,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from starlette.datastructures import Headers
+
 from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
 
-__all__ = ["ContextFor", "McpRequest", "Transport", "connection_scope", "connection_state", "loaded_names", "remember_loaded", "resolve_context", "session_scope"]
+__all__ = [
+    "LOADED_META_KEY",
+    "ContextFor",
+    "McpRequest",
+    "Transport",
+    "connection_scope",
+    "connection_state",
+    "loaded_names",
+    "meta_loaded_names",
+    "remember_loaded",
+    "resolve_context",
+    "session_scope",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +70,14 @@ class McpRequest:
 def describe_request(sdk_context: Any) -> McpRequest:
     """An :class:`McpRequest` from the SDK's ``ServerRequestContext``."""
     http = sdk_context.request
-    headers: dict[str, str] = {}
+    headers: Mapping[str, str] = {}
     access_token = None
     session_id = None
     if http is not None and hasattr(http, "headers"):
         transport: Transport = "http"
-        headers = {str(name).lower(): str(value) for name, value in http.headers.items()}
+        raw = http.headers
+        # Starlette's Headers already is a read-only mapping with lower-case names: no copy per request
+        headers = raw if isinstance(raw, Headers) else {str(name).lower(): str(value) for name, value in raw.items()}
         session_id = headers.get("mcp-session-id")
         user = http.scope.get("user") if hasattr(http, "scope") else None
         access_token = getattr(user, "access_token", None)
@@ -103,20 +119,24 @@ _SCOPE_KEY = "tether_clr.mcp.scope"
 def connection_state(sdk_context: Any) -> dict[str, Any] | None:
     """The SDK ``Connection.state`` of this request's connection, or ``None`` when the SDK does not expose it.
 
-    The SDK's ``ServerRequestContext`` has no public path to the connection;
-    its ``ServerSession`` holds it (``_connection``). A handshake-era
-    connection lasts the session; a 2026-07-28 one is made per request.
+    mcp 2.3's ``ServerRequestContext`` and ``ServerSession`` have no public path to the
+    connection (its ``Context`` has ``connection``, but the runner does not build one for
+    handlers), so this reads the session's private ``_connection``. When that is gone
+    (another SDK version), the state is ``None`` and the server falls back to what needs
+    no connection: a scope and an assembly per request, nothing loaded across requests
+    but what the request's ``_meta`` names. A handshake-era connection lasts the session;
+    a 2026-07-28 one is made per request.
     """
     state = getattr(getattr(sdk_context.session, "_connection", None), "state", None)
     return state if isinstance(state, dict) else None
 
 
 def connection_scope(
-    sdk_context: Any, root: AgentPipelineScope | None, context: RequestContext, session_id: str | None
+    state: dict[str, Any] | None, root: AgentPipelineScope | None, context: RequestContext, session_id: str | None
 ) -> AgentPipelineScope | None:
-    """The scope of this request: one per connection (a handshake-era session) and principal, made once;
-    a fresh one when the connection cannot be told apart (see :func:`session_scope`)."""
-    state = connection_state(sdk_context)
+    """The scope of this request: one per connection (a handshake-era session; ``state``: its
+    :func:`connection_state`) and principal, made once; a fresh one when there is no state
+    (see :func:`session_scope`)."""
     key = (context.tenant_id, context.principal_id)
     if state is not None:
         kept = state.get(_SCOPE_KEY)
@@ -131,10 +151,23 @@ def connection_scope(
 
 _LOADED_KEY = "tether_clr.mcp.loaded"
 
+LOADED_META_KEY = "tether-clr/loaded"
+"""The request ``_meta`` key a client names the deferred tools it has loaded with (a list of tool
+names), for a server that cannot remember them: every 2026-07-28 request, a stateless HTTP one."""
 
-def loaded_names(sdk_context: Any, context: RequestContext) -> frozenset[str]:
+
+def meta_loaded_names(sdk_context: Any) -> frozenset[str]:
+    """The names under :data:`LOADED_META_KEY` in this request's ``_meta``; anything but a list of
+    strings names nothing. What they load is decided against the caller's own assembly."""
+    meta = sdk_context.meta
+    names = meta.get(LOADED_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return frozenset()
+    return frozenset(names)
+
+
+def loaded_names(state: dict[str, Any] | None, context: RequestContext) -> frozenset[str]:
     """The deferred tools whose schemas this connection's searches loaded, for this tenant and principal."""
-    state = connection_state(sdk_context)
     kept = None if state is None else state.get(_LOADED_KEY)
     if isinstance(kept, tuple) and kept[0] == (context.tenant_id, context.principal_id):
         names: frozenset[str] = kept[1]
@@ -142,9 +175,8 @@ def loaded_names(sdk_context: Any, context: RequestContext) -> frozenset[str]:
     return frozenset()
 
 
-def remember_loaded(sdk_context: Any, context: RequestContext, names: frozenset[str]) -> bool:
+def remember_loaded(state: dict[str, Any] | None, context: RequestContext, names: frozenset[str]) -> bool:
     """Keep ``names`` loaded for the rest of this connection; whether the connection keeps state at all."""
-    state = connection_state(sdk_context)
     if state is None:
         return False
     state[_LOADED_KEY] = ((context.tenant_id, context.principal_id), names)

@@ -1,8 +1,9 @@
 """The MCP server for a governed catalog, on the ``mcp`` SDK's low-level ``Server``.
 
 :func:`create_server` builds a :class:`TetherMcpServer`: ``tools/list`` and
-``tools/call`` for whoever ``context_for`` says is asking, each request
-assembled afresh from the registry, each call through ``execute_batch``.
+``tools/call`` for whoever ``context_for`` says is asking, each request with
+the assembly a fresh one would be (a handshake-era session reuses its own while
+it is exact: :mod:`tether_clr.mcp.assemblies`), each call through ``execute_batch``.
 """
 
 from __future__ import annotations
@@ -24,25 +25,31 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
-    CallToolResult,
+    CancelledNotificationParams,
     ListToolsResult,
+    NotificationParams,
     PaginatedRequestParams,
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
     Tool,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.approval import approval_for
-from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_callable_name, run_call
+from tether_clr.mcp.assemblies import assembly_for
+from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
+from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
 from tether_clr.mcp.request import (
     ContextFor,
     connection_scope,
+    connection_state,
     describe_request,
     loaded_names,
+    meta_loaded_names,
     remember_loaded,
     resolve_context,
     stdio_transport,
@@ -112,6 +119,9 @@ class TetherMcpServer:
         self.scope = scope
         self.page_size = page_size
         self.sink = sink
+        # An MCP request cannot wait for a later decision: a DEFERRED approval fails closed
+        # (UNAVAILABLE, approval_deferred) instead of parking the call in the sink's log.
+        self._sink = never_parks(sink)
         self.elicit_approval = elicit_approval
         # Each run's change stream, with the thread and event loop that read it.
         self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
@@ -120,10 +130,13 @@ class TetherMcpServer:
             version=version,
             lifespan=self._lifespan,
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
         )
-        self.sdk_server.middleware.append(self._track_sessions)
+        # a plain handler, so that it may answer the result's dict (on_call_tool wants the model)
+        self.sdk_server.add_request_handler("tools/call", CallToolRequestParams, self._call_tool)
+        # a handshake-era connection's watcher, and the client's cancellations (tether_clr.mcp.inflight)
+        self.sdk_server.add_notification_handler("notifications/initialized", NotificationParams, self._watch_connection)
+        self.sdk_server.add_notification_handler("notifications/cancelled", CancelledNotificationParams, self._cancelled)
         self._change_registration = registry.on_change(self._changed)
 
     # ---------------------------------------------------------------- transports
@@ -143,17 +156,22 @@ class TetherMcpServer:
 
     # ---------------------------------------------------------------- identity
     async def _assembly(self, ctx: Any) -> tuple[ToolAssembly, AgentPipelineScope]:
-        """The caller's fresh assembly and scope; ``MCPError`` when there is no context."""
+        """The caller's assembly (as a fresh one would be: see :mod:`tether_clr.mcp.assemblies`) and scope,
+        with the deferred schemas this session's searches, or the request's ``_meta``, loaded;
+        ``MCPError`` when there is no context."""
         request = describe_request(ctx)
         context = await resolve_context(self.context_for, request)
-        scope = None if context is None else connection_scope(ctx, self.scope, context, request.session_id)
+        state = connection_state(ctx)
+        scope = None if context is None else connection_scope(state, self.scope, context, request.session_id)
         if context is None or scope is None:
             raise MCPError(code=INVALID_PARAMS, message=NO_CONTEXT_MESSAGE)
-        assembly = self.registry.assemble(context, scope)
-        loaded = loaded_names(ctx, context)
-        if loaded:
-            # what this session's searches loaded, among what this fresh assembly still defers
-            still = loaded & {tool.name for tool in assembly.deferred}
+        assembly = assembly_for(self.registry, state, context, scope)
+        waiting = assembly.unloaded
+        if waiting:
+            loaded = loaded_names(state, context) | meta_loaded_names(ctx)
+            # only among what this caller's assembly defers: any other name (another tenant's
+            # tool, a name that exists nowhere) loads nothing, the same way
+            still = {entry.name for name in loaded if (entry := assembly.resolve(name)) is not None} & waiting
             if still:
                 assembly = assembly.with_loaded(sorted(still))
         return assembly, scope
@@ -167,22 +185,59 @@ class TetherMcpServer:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         return ListToolsResult(tools=[Tool.model_validate(tool) for tool in tools], next_cursor=next_cursor)
 
-    async def _call_tool(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def _call_tool(self, ctx: Any, params: CallToolRequestParams) -> dict[str, Any]:
+        """``tools/call``: the result as the ``CallToolResult`` dict :meth:`ToolExecutionOutcome.to_mcp`
+        makes, which the SDK validates against its schema once, on the way out (no model round trip here)."""
         assembly, scope = await self._assembly(ctx)
-        if not is_callable_name(assembly, params.name):
+        entry = assembly.resolve(params.name)
+        if entry is None:
             raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
         approval = approval_for(ctx) if self.elicit_approval else None
-        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self.sink, approval)
-        if assembly.search_tool_name is not None and outcome.failure is None:
+        calls = self._connection_calls(ctx)
+        in_flight = (calls, ctx.request_id) if calls is not None and calls.watching and ctx.request_id is not None else None
+        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self._sink, approval, in_flight)
+        if outcome.failure is None and is_search(entry):
             await self._remember_search(ctx, assembly, outcome)
-        return CallToolResult.model_validate(outcome.to_mcp())
+        result = outcome.to_mcp()
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            result["resultType"] = "complete"  # required from 2026-07-28 on (the model's default)
+        return result
+
+    @staticmethod
+    def _connection_calls(ctx: Any, make: bool = False) -> ConnectionCalls | None:
+        """The handshake-era connection's calls in flight (``None`` in 2026-07-28, or without connection state)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        state = connection_state(ctx)
+        if state is None:
+            return None
+        calls = state.get(CALLS_KEY)
+        if not isinstance(calls, ConnectionCalls):
+            if not make:
+                return None
+            calls = state[CALLS_KEY] = ConnectionCalls()
+        return calls
+
+    async def _watch_connection(self, ctx: Any, params: NotificationParams) -> None:
+        """``notifications/initialized``: remember the connection for list_changed, then be its watcher for as
+        long as it lasts (the SDK runs this in the connection's task group and cancels it when the connection ends)."""
+        self._track_session(ctx)
+        calls = self._connection_calls(ctx, make=True)
+        if calls is not None and not calls.watching:
+            await calls.watch()
+
+    async def _cancelled(self, ctx: Any, params: CancelledNotificationParams) -> None:
+        """``notifications/cancelled``: cancel the token of that call, if it is in flight on this connection."""
+        calls = self._connection_calls(ctx)
+        if calls is not None:
+            calls.cancel(params.request_id, CLIENT_CANCELLED)
 
     async def _remember_search(self, ctx: Any, assembly: ToolAssembly, outcome: Any) -> None:
         """After a successful tool search, keep its matches loaded for this session, and tell the client its list changed."""
         loaded = assembly.with_loaded_from([outcome]).loaded
         if loaded == assembly.loaded:
             return
-        if remember_loaded(ctx, assembly.context, loaded) and ctx.session.can_send_request:
+        if remember_loaded(connection_state(ctx), assembly.context, loaded) and ctx.session.can_send_request:
             try:
                 await ctx.session.send_tool_list_changed()
             except Exception:
@@ -216,19 +271,21 @@ class TetherMcpServer:
             self._notifiers.pop(send, None)
             send.close()
 
-    async def _track_sessions(self, ctx: Any, call_next: Any) -> Any:
-        """Server middleware: remember each handshake-era connection, to tell it when the tools change."""
+    @staticmethod
+    def _track_session(ctx: Any) -> None:
+        """Remember a handshake-era connection, to tell it when the tools change (once, at its
+        ``notifications/initialized``: no middleware on every message)."""
         sessions = ctx.lifespan_context.get(_SESSIONS) if isinstance(ctx.lifespan_context, Mapping) else None
         if sessions is not None and ctx.session.can_send_request:
-            # The SDK hands out one ServerSession per request; its connection is what lasts.
+            # The SDK hands out one ServerSession per message; its connection is what lasts, and
+            # list_changed goes out on the connection's channel whichever session sends it.
             connection = getattr(ctx.session, "_connection", ctx.session)
             key = id(connection)
             if key not in sessions:
                 exit_stack = getattr(connection, "exit_stack", None)
                 if exit_stack is not None:  # forget the connection when the SDK closes it
                     exit_stack.callback(sessions.pop, key, None)
-            sessions[key] = ctx.session
-        return await call_next(ctx)
+                sessions[key] = ctx.session
 
     def _changed(self, event: Any) -> None:
         """``registry.on_change``: poke each run's notifier, on its own event loop (a change may be made

@@ -1,0 +1,104 @@
+"""Where an MCP ``tools/call`` spends its time, in memory: tether_clr's server against FastMCP.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/profile_mcp.py [--calls N] [--rounds R]
+        [--profile tether|fastmcp [--sort KEY] [--top N] [--pyinstrument [--show-all]]]
+
+Both servers serve the benchmark's ``echo`` (benchmarks/mcp_server.py: governance on, a guard and an
+audit listener) to the SDK's ``mcp.Client`` over its in-memory transport, handshake era, in one
+session each, so the HTTP stack is out of the picture. Without ``--profile``: ``--rounds``
+alternating rounds of ``--calls`` sequential calls; per server, the median over the rounds of the
+event loop thread's CPU time per call (client included: the client and the server share the
+thread; CPU time, because other work on a shared machine inflates wall time far more). With it:
+cProfile of that server's calls (``--sort``, ``--top``), or pyinstrument's sampling
+(``--pyinstrument``; not a dependency: ``pip install pyinstrument``), which distorts coroutine
+chains less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import anyio  # noqa: E402
+
+from mcp_server import ARGS, echo, governed_server  # noqa: E402
+
+
+def fastmcp_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server: Any = MCPServer("bench", log_level="WARNING")
+    server.tool()(echo)
+    return server
+
+
+async def connect(stack: AsyncExitStack, server: Any) -> Any:
+    from mcp import Client
+    from mcp.types import Implementation
+
+    return await stack.enter_async_context(Client(server, client_info=Implementation(name="acme:alice", version="1"), mode="legacy"))
+
+
+async def calls(client: Any, count: int) -> float:
+    start = time.thread_time()
+    for _ in range(count):
+        result = await client.call_tool("echo", ARGS)
+        if result.is_error:
+            raise RuntimeError(f"echo failed: {result}")
+    return (time.thread_time() - start) / count
+
+
+async def main(args: argparse.Namespace) -> None:
+    servers = {"FastMCP": fastmcp_server(), "tether_clr": governed_server().sdk_server}
+    async with AsyncExitStack() as stack:
+        clients = {name: await connect(stack, server) for name, server in servers.items()}
+        for client in clients.values():
+            await calls(client, 200)
+        if args.profile:
+            name = "tether_clr" if args.profile == "tether" else "FastMCP"
+            if args.pyinstrument:
+                from pyinstrument import Profiler  # not a dependency: pip install pyinstrument
+
+                sampler = Profiler(interval=0.0001, async_mode="disabled")
+                sampler.start()
+                await calls(clients[name], args.calls)
+                sampler.stop()
+                print(sampler.output_text(unicode=False, color=False, show_all=args.show_all))
+                return
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await calls(clients[name], args.calls)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.top)
+            return
+        per_call: dict[str, list[float]] = {name: [] for name in clients}
+        for _ in range(args.rounds):
+            for name, client in clients.items():
+                per_call[name].append(await calls(client, args.calls))
+        for name, values in per_call.items():
+            print(f"{name}: {statistics.median(values) * 1e6:.0f} µs of loop-thread CPU per call (median of {args.rounds} rounds)")
+        ratio = statistics.median(per_call["tether_clr"]) / statistics.median(per_call["FastMCP"])
+        print(f"tether_clr / FastMCP: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--profile", choices=("tether", "fastmcp"))
+    parser.add_argument("--sort", default="cumulative", help="the pstats sort key (cumulative, tottime...)")
+    parser.add_argument("--top", type=int, default=45)
+    parser.add_argument("--show-all", action="store_true", help="pyinstrument: show every frame")
+    parser.add_argument("--pyinstrument", action="store_true", help="sample with pyinstrument (pip install pyinstrument) instead of cProfile")
+    anyio.run(main, parser.parse_args())
