@@ -33,6 +33,7 @@ from tether_clr.catalog.registration import (
     ToolsChangedEvent,
 )
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
+from tether_clr.execution.instrumentation import BatchObserver, CallObserver, Instrumentation
 from tether_clr.execution.ports import (
     ApprovalProvider,
     Declaration,
@@ -49,6 +50,7 @@ from tether_clr.foundations.cancellation import (
 )
 from tether_clr.foundations.canonical import schema_hash
 from tether_clr.foundations.children import ChildCalls, current_child_calls
+from tether_clr.foundations.trace_context import TraceContext, current_trace_context, lend_trace_context
 from tether_clr.foundations.compatibility import (
     CompatibilityMode,
     CompatibilityReport,
@@ -139,9 +141,11 @@ __all__ = [
     "ArgumentLimits",
     "AuthorityUnavailableError",
     "BatchAbortedError",
+    "BatchObserver",
     "BatchOutcomes",
     "BatchSuspended",
     "CATALOG_FAILURE_REASONS",
+    "CallObserver",
     "CancellationSource",
     "CancellationToken",
     "CapabilityQuery",
@@ -168,6 +172,7 @@ __all__ = [
     "ImagePart",
     "InMemoryToolLog",
     "IncompatibleSchemaError",
+    "Instrumentation",
     "InvariantViolation",
     "JsonConversionError",
     "LoggedCall",
@@ -223,6 +228,7 @@ __all__ = [
     "ToolSchemaSnapshot",
     "ToolStatus",
     "ToolsChangedEvent",
+    "TraceContext",
     "assemble_catalog",
     "assembly_digest",
     "call_fingerprint",
@@ -230,7 +236,9 @@ __all__ = [
     "check_compatibility",
     "current_child_calls",
     "current_declaration",
+    "current_trace_context",
     "describe_exception",
+    "lend_trace_context",
     "log_violations",
     "parse_version",
     "reauthorize",
