@@ -427,6 +427,8 @@ class BatchRun:
         execution = slot.execution
         assert execution is not None
         if token.is_cancelled:
+            if slot.observed is not None:  # cancelled before its first admission stage
+                slot.observed.stage = "pre_execute"
             slot.finish(not_dispatched(execution, token))
             return None
         self._authorizing = slot.declaration
