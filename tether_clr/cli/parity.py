@@ -13,14 +13,18 @@ _STYLES = {"same": "green", "accepted": "yellow", "UNEXPECTED": "bold red"}
 
 
 def parity_table(report: ParityReport, title: str) -> Table:
-    """One row per call: its id and tool, what MEAI's invoker and tether_clr handed back, and the verdict."""
+    """One row per call: its id and tool, what MEAI's invoker and tether_clr handed back, what differs
+    (``call_id``, ``result``, ``exception``) and the verdict (``same``, ``deliberate: <category>``,
+    ``accepted``, ``UNEXPECTED``). Only the two result columns wrap."""
     table = Table(title=title, title_justify="left")
-    for header in ("call", "tool", "FunctionInvokingChatClient", "tether_clr", "verdict"):
-        table.add_column(header, overflow="fold")
-    for comparison, (call_id, name, meai, tether, verdict) in zip(report.comparisons, report.rows(), strict=True):
-        style = _STYLES.get(comparison.status, "cyan")
+    for header in ("call", "tool", "FunctionInvokingChatClient", "tether_clr", "differs", "verdict"):
+        wraps = header in ("FunctionInvokingChatClient", "tether_clr")
+        table.add_column(header, overflow="fold", no_wrap=not wraps, ratio=1 if wraps else None)
+    for comparison in report.comparisons:
+        cells = (comparison.call.call_id, comparison.call.name, comparison.meai.cell(), comparison.tether.cell(),
+                 ", ".join(comparison.fields), comparison.status)
         # Text, not markup: a result or an exception message may hold [brackets].
-        table.add_row(*(Text(cell) for cell in (call_id, name, meai, tether, verdict)), style=style)
+        table.add_row(*(Text(cell) for cell in cells), style=_STYLES.get(comparison.status, "cyan"))
     return table
 
 
