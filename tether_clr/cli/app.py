@@ -531,7 +531,7 @@ def _stopped(_signum: int, _frame: Any) -> None:
 @click.option("--backend", type=click.Choice(["asyncio", "trio"]), default="asyncio", show_default=True)
 def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple[str, ...], backend: str) -> None:
     """Run calls.json through Microsoft.Extensions.AI's FunctionInvokingChatClient and through tether_clr with the
-    assembly's functions; print the comparison (docs/parity.md). Exit 1 on an unexpected difference."""
+    assembly's functions; print the comparison (docs/csharp-tools.md (Parity)). Exit 1 on an unexpected difference."""
     if not Path(assembly).is_file():
         raise click.UsageError(f"no assembly at {assembly!r}")
     try:

@@ -3,7 +3,7 @@
 
 The public face is :mod:`tether_clr.testing.parity` (``assert_parity``) and ``tether-clr parity``;
 this module lives in the .NET adapter so that both can use it without the command line importing
-the test kit. See docs/parity.md for the calls format and the deliberate differences.
+the test kit. See docs/csharp-tools.md (Parity) for the calls format and the deliberate differences.
 
 The MEAI side is ``bridge/parity/ScriptedChatClient.cs``, compiled at run time against the real
 assemblies (``TETHER_MEAI_DIR`` or ``meai_dir=``): a scripted ``IChatClient`` answers the first
@@ -50,7 +50,7 @@ __all__ = [
 
 Category = Literal["approval", "parse_error", "unknown_arguments", "failure_text", "cancellation"]
 
-#: Every deliberate difference, with the reason it exists (docs/parity.md says the same at length).
+#: Every deliberate difference, with the reason it exists (docs/csharp-tools.md (Parity) says the same at length).
 DELIBERATE_DIFFERENCES: Mapping[str, str] = {
     "approval": "an approval-required function fails closed (DENIED) without an approval provider; "
     "FunctionInvokingChatClient hands a FunctionApprovalRequestContent back to the caller instead of a result",
