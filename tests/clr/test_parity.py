@@ -112,7 +112,7 @@ def test_an_unexpected_difference_fails_with_the_report_as_the_message(meai: dic
     message = str(raised.value)
     assert "- cap Caption: UNEXPECTED (result)" in message and "- m Multiply: same" in message
     assert '{"$type":"text","text":"caption: t"}' in message
-    assert "2 calls, 1 differ, 1 unexpected" in message
+    assert "2 call(s), 1 differ, 1 unexpected" in message
 
 
 def test_expected_differences_accept_the_named_calls_and_a_stale_expectation_fails(meai: dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ from rich.console import Console
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
-from tether_clr.cli.parity import parity_notes, parity_table
+from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
 from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
@@ -542,7 +542,7 @@ def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple
     console = _console()
     title = f"parity: {Path(assembly).name}, {len(calls)} call(s)" + (f" on {report.runtime}" if report.runtime else "")
     console.print(parity_table(report, title))
-    for line in parity_notes(report):
+    for line in report.notes():
         console.print(line, markup=False)
     if not report.ok:
         sys.exit(EXIT_FAULT)

@@ -165,28 +165,23 @@ class ParityReport:
         known = {c.call.call_id for c in comparisons if c.differs and c.category is None}
         return ParityReport(comparisons, self.runtime, tuple(sorted(expected - known)))
 
-    def rows(self) -> list[tuple[str, str, str, str, str]]:
-        """(call id, tool, MEAI, tether_clr, status) per call."""
-        return [(c.call.call_id, c.call.name, c.meai.cell(), c.tether.cell(), _status_cell(c)) for c in self.comparisons]
-
-    def render(self) -> str:
-        lines = [f"parity with Microsoft.Extensions.AI's FunctionInvokingChatClient{f' on {self.runtime}' if self.runtime else ''}:"]
-        for call_id, name, meai, tether, status in self.rows():
-            lines.append(f"- {call_id} {name}: {status}")
-            lines.append(f"    MEAI:       {meai}")
-            lines.append(f"    tether_clr: {tether}")
+    def notes(self) -> list[str]:
+        """The reason for each deliberate difference shown, the stale expectations, the summary line."""
         used = sorted({c.category for c in self.differences if c.category is not None})
-        for category in used:
-            lines.append(f"deliberate difference {category}: {DELIBERATE_DIFFERENCES[category]}")
+        lines = [f"deliberate ({category}): {DELIBERATE_DIFFERENCES[category]}" for category in used]
         if self.stale_expectations:
             lines.append(f"expected differences that did not happen: {', '.join(self.stale_expectations)}")
-        unexpected = len(self.unexpected)
-        lines.append(f"{len(self.comparisons)} calls, {len(self.differences)} differ, {unexpected} unexpected")
-        return "\n".join(lines)
+        lines.append(f"{len(self.comparisons)} call(s), {len(self.differences)} differ, {len(self.unexpected)} unexpected")
+        return lines
 
-
-def _status_cell(comparison: CallComparison) -> str:
-    return comparison.status if not comparison.differs else f"{comparison.status} ({', '.join(comparison.fields)})"
+    def render(self) -> str:
+        """The report as text: per call its verdict (with what differs) and both sides, then :meth:`notes`."""
+        lines = [f"parity with Microsoft.Extensions.AI's FunctionInvokingChatClient{f' on {self.runtime}' if self.runtime else ''}:"]
+        for c in self.comparisons:
+            lines.append(f"- {c.call.call_id} {c.call.name}: {c.status}" + (f" ({', '.join(c.fields)})" if c.differs else ""))
+            lines.append(f"    MEAI:       {c.meai.cell()}")
+            lines.append(f"    tether_clr: {c.tether.cell()}")
+        return "\n".join(lines + self.notes())
 
 
 # ------------------------------------------------------------------------------------------- calls
