@@ -96,6 +96,7 @@ class SideResult:
     result: Any = None
     exception: str | None = None
     note: str | None = None
+    code: str | None = None  # tether_clr's side: the failure code
 
     def cell(self) -> str:
         if not self.present:
@@ -285,10 +286,7 @@ def _load_parity_client(meai_dir: str | os.PathLike[str] | None) -> Any:
         from tether_clr.clr.functions import add_probe_directory
 
         add_probe_directory(meai_dir)
-    assembly = load_assembly(build_parity_client(meai_dir))
-    parity_type = assembly.GetType("Tether.Parity.ParityRun")
-    if parity_type is None:  # pragma: no cover - the source defines it
-        raise ClrUnavailableError("Tether.Parity.ParityRun is missing from the parity assembly")
+    load_assembly(build_parity_client(meai_dir))
     from Tether.Parity import ParityRun
 
     return ParityRun
@@ -326,7 +324,8 @@ async def _tether_side(registry: ToolRegistry, parity_run: Any, call: ParityCall
     outcome = outcomes[0]
     content = to_clr_function_result(outcome)
     exception = None if outcome.failure is None else f"{outcome.failure.code}: {outcome.failure.message}"
-    return SideResult(str(content.CallId) == call.call_id, json.loads(str(parity_run.ResultJson(content))), exception)
+    code = None if outcome.failure is None else str(outcome.failure.code)
+    return SideResult(str(content.CallId) == call.call_id, json.loads(str(parity_run.ResultJson(content))), exception, code=code)
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -351,20 +350,22 @@ def _parses_as_object(arguments: str) -> bool:
 
 
 def _category(call: ParityCall, function: ClrFunction | None, meai: SideResult, tether: SideResult, fields: tuple[str, ...]) -> Category | None:
-    """The deliberate difference that explains ``fields``, or None. Checked in this order, so a
-    cancelled approval-required call is a cancellation."""
+    """The deliberate difference that explains ``fields``, or None: each needs the call's trait and
+    the tether_clr outcome that rule gives (a DENIED approval-required call, an INVALID_ARGS parse
+    error...), so a difference of another kind on the same call stays unexpected. Checked in this
+    order, so a cancelled approval-required call is a cancellation."""
     if not fields:
         return None
     if call.cancelled:
-        return "cancellation"
+        return "cancellation" if tether.code in ("ABORTED_BEFORE_DISPATCH", "ABORTED") else None
     if function is not None and function.requires_approval:
-        return "approval"
+        return "approval" if tether.code == "DENIED" and not meai.present else None
     if not _parses_as_object(call.arguments):
-        return "parse_error"
-    if _extra_argument_names(function, call.arguments) and tether.exception is not None:
+        return "parse_error" if tether.code == "INVALID_ARGS" else None
+    if _extra_argument_names(function, call.arguments) and tether.code == "INVALID_ARGS":
         return "unknown_arguments"
     meai_failed = meai.exception is not None or (isinstance(meai.result, str) and meai.result.startswith("Error:"))
-    if "call_id" not in fields and meai_failed and tether.exception is not None:
+    if "call_id" not in fields and meai_failed and tether.code is not None:
         return "failure_text"
     return None
 
