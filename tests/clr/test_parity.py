@@ -112,7 +112,7 @@ def test_an_unexpected_difference_fails_with_the_report_as_the_message(meai: dic
     message = str(raised.value)
     assert "- cap Caption: UNEXPECTED (result)" in message and "- m Multiply: same" in message
     assert '{"$type":"text","text":"caption: t"}' in message
-    assert "2 calls, 1 differ, 1 unexpected" in message
+    assert "2 call(s), 1 differ, 1 unexpected" in message
 
 
 def test_expected_differences_accept_the_named_calls_and_a_stale_expectation_fails(meai: dict[str, Any]) -> None:
@@ -175,3 +175,20 @@ def test_any_json_is_either_calls_or_a_parity_calls_error(data: Any) -> None:
     except ParityCallsError:
         return
     assert len({c.call_id for c in calls}) == len(calls)
+
+
+def test_a_deliberate_trait_explains_only_the_outcome_its_rule_gives(meai: dict[str, Any]) -> None:
+    """An approval-required call that tether_clr did not DENY, or a cancelled call it ran, is unexpected."""
+    from tether_clr.clr.parity import SideResult, _compare
+
+    asked = SideResult(False, note="FunctionApprovalRequestContent returned to the caller")
+    gated = ParityCall("g", "Dangerous", '{"target": "db"}')
+    denied = SideResult(True, {"message": "no"}, "DENIED: no", code="DENIED")
+    failed = SideResult(True, {"message": "boom"}, "TOOL_ERROR: boom", code="TOOL_ERROR")
+    dangerous = meai["functions"]["Dangerous"]
+    assert _compare(gated, dangerous, asked, denied).category == "approval"
+    assert _compare(gated, dangerous, asked, failed).status == "UNEXPECTED"
+    cancelled = ParityCall("c", "Multiply", '{"a": 1, "b": 2}', cancelled=True)
+    assert _compare(cancelled, None, SideResult(True, 2), SideResult(True, 3)).status == "UNEXPECTED"
+    malformed = ParityCall("m", "Multiply", "{oops")
+    assert _compare(malformed, None, SideResult(True, "Error: Function failed.", "x"), failed).status == "UNEXPECTED"

@@ -38,7 +38,7 @@ from rich.console import Console
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
-from tether_clr.cli.parity import parity_notes, parity_table
+from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
 from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
@@ -531,7 +531,7 @@ def _stopped(_signum: int, _frame: Any) -> None:
 @click.option("--backend", type=click.Choice(["asyncio", "trio"]), default="asyncio", show_default=True)
 def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple[str, ...], backend: str) -> None:
     """Run calls.json through Microsoft.Extensions.AI's FunctionInvokingChatClient and through tether_clr with the
-    assembly's functions; print the comparison (docs/parity.md). Exit 1 on an unexpected difference."""
+    assembly's functions; print the comparison (docs/csharp-tools.md (Parity)). Exit 1 on an unexpected difference."""
     if not Path(assembly).is_file():
         raise click.UsageError(f"no assembly at {assembly!r}")
     try:
@@ -542,7 +542,7 @@ def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple
     console = _console()
     title = f"parity: {Path(assembly).name}, {len(calls)} call(s)" + (f" on {report.runtime}" if report.runtime else "")
     console.print(parity_table(report, title))
-    for line in parity_notes(report):
+    for line in report.notes():
         console.print(line, markup=False)
     if not report.ok:
         sys.exit(EXIT_FAULT)

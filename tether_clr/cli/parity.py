@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from tether_clr.clr.parity import DELIBERATE_DIFFERENCES, ParityReport
+from tether_clr.clr.parity import ParityReport
 
-__all__ = ["parity_notes", "parity_table"]
+__all__ = ["parity_table"]
 
 _STYLES = {"same": "green", "accepted": "yellow", "UNEXPECTED": "bold red"}
 
@@ -26,13 +26,3 @@ def parity_table(report: ParityReport, title: str) -> Table:
         # Text, not markup: a result or an exception message may hold [brackets].
         table.add_row(*(Text(cell) for cell in cells), style=_STYLES.get(comparison.status, "cyan"))
     return table
-
-
-def parity_notes(report: ParityReport) -> list[str]:
-    """The reason for each deliberate difference the report shows, then the summary line."""
-    used = sorted({c.category for c in report.differences if c.category is not None})
-    lines = [f"deliberate ({category}): {DELIBERATE_DIFFERENCES[category]}" for category in used]
-    if report.stale_expectations:
-        lines.append(f"--expect named calls without an unexpected difference: {', '.join(report.stale_expectations)}")
-    lines.append(f"{len(report.comparisons)} call(s), {len(report.differences)} differ, {len(report.unexpected)} unexpected")
-    return lines

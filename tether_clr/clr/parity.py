@@ -3,7 +3,7 @@
 
 The public face is :mod:`tether_clr.testing.parity` (``assert_parity``) and ``tether-clr parity``;
 this module lives in the .NET adapter so that both can use it without the command line importing
-the test kit. See docs/parity.md for the calls format and the deliberate differences.
+the test kit. See docs/csharp-tools.md (Parity) for the calls format and the deliberate differences.
 
 The MEAI side is ``bridge/parity/ScriptedChatClient.cs``, compiled at run time against the real
 assemblies (``TETHER_MEAI_DIR`` or ``meai_dir=``): a scripted ``IChatClient`` answers the first
@@ -50,7 +50,7 @@ __all__ = [
 
 Category = Literal["approval", "parse_error", "unknown_arguments", "failure_text", "cancellation"]
 
-#: Every deliberate difference, with the reason it exists (docs/parity.md says the same at length).
+#: Every deliberate difference, with the reason it exists (docs/csharp-tools.md (Parity) says the same at length).
 DELIBERATE_DIFFERENCES: Mapping[str, str] = {
     "approval": "an approval-required function fails closed (DENIED) without an approval provider; "
     "FunctionInvokingChatClient hands a FunctionApprovalRequestContent back to the caller instead of a result",
@@ -96,6 +96,7 @@ class SideResult:
     result: Any = None
     exception: str | None = None
     note: str | None = None
+    code: str | None = None  # tether_clr's side: the failure code
 
     def cell(self) -> str:
         if not self.present:
@@ -165,28 +166,23 @@ class ParityReport:
         known = {c.call.call_id for c in comparisons if c.differs and c.category is None}
         return ParityReport(comparisons, self.runtime, tuple(sorted(expected - known)))
 
-    def rows(self) -> list[tuple[str, str, str, str, str]]:
-        """(call id, tool, MEAI, tether_clr, status) per call."""
-        return [(c.call.call_id, c.call.name, c.meai.cell(), c.tether.cell(), _status_cell(c)) for c in self.comparisons]
-
-    def render(self) -> str:
-        lines = [f"parity with Microsoft.Extensions.AI's FunctionInvokingChatClient{f' on {self.runtime}' if self.runtime else ''}:"]
-        for call_id, name, meai, tether, status in self.rows():
-            lines.append(f"- {call_id} {name}: {status}")
-            lines.append(f"    MEAI:       {meai}")
-            lines.append(f"    tether_clr: {tether}")
+    def notes(self) -> list[str]:
+        """The reason for each deliberate difference shown, the stale expectations, the summary line."""
         used = sorted({c.category for c in self.differences if c.category is not None})
-        for category in used:
-            lines.append(f"deliberate difference {category}: {DELIBERATE_DIFFERENCES[category]}")
+        lines = [f"deliberate ({category}): {DELIBERATE_DIFFERENCES[category]}" for category in used]
         if self.stale_expectations:
             lines.append(f"expected differences that did not happen: {', '.join(self.stale_expectations)}")
-        unexpected = len(self.unexpected)
-        lines.append(f"{len(self.comparisons)} calls, {len(self.differences)} differ, {unexpected} unexpected")
-        return "\n".join(lines)
+        lines.append(f"{len(self.comparisons)} call(s), {len(self.differences)} differ, {len(self.unexpected)} unexpected")
+        return lines
 
-
-def _status_cell(comparison: CallComparison) -> str:
-    return comparison.status if not comparison.differs else f"{comparison.status} ({', '.join(comparison.fields)})"
+    def render(self) -> str:
+        """The report as text: per call its verdict (with what differs) and both sides, then :meth:`notes`."""
+        lines = [f"parity with Microsoft.Extensions.AI's FunctionInvokingChatClient{f' on {self.runtime}' if self.runtime else ''}:"]
+        for c in self.comparisons:
+            lines.append(f"- {c.call.call_id} {c.call.name}: {c.status}" + (f" ({', '.join(c.fields)})" if c.differs else ""))
+            lines.append(f"    MEAI:       {c.meai.cell()}")
+            lines.append(f"    tether_clr: {c.tether.cell()}")
+        return "\n".join(lines + self.notes())
 
 
 # ------------------------------------------------------------------------------------------- calls
@@ -290,10 +286,7 @@ def _load_parity_client(meai_dir: str | os.PathLike[str] | None) -> Any:
         from tether_clr.clr.functions import add_probe_directory
 
         add_probe_directory(meai_dir)
-    assembly = load_assembly(build_parity_client(meai_dir))
-    parity_type = assembly.GetType("Tether.Parity.ParityRun")
-    if parity_type is None:  # pragma: no cover - the source defines it
-        raise ClrUnavailableError("Tether.Parity.ParityRun is missing from the parity assembly")
+    load_assembly(build_parity_client(meai_dir))
     from Tether.Parity import ParityRun
 
     return ParityRun
@@ -331,7 +324,8 @@ async def _tether_side(registry: ToolRegistry, parity_run: Any, call: ParityCall
     outcome = outcomes[0]
     content = to_clr_function_result(outcome)
     exception = None if outcome.failure is None else f"{outcome.failure.code}: {outcome.failure.message}"
-    return SideResult(str(content.CallId) == call.call_id, json.loads(str(parity_run.ResultJson(content))), exception)
+    code = None if outcome.failure is None else str(outcome.failure.code)
+    return SideResult(str(content.CallId) == call.call_id, json.loads(str(parity_run.ResultJson(content))), exception, code=code)
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -356,20 +350,22 @@ def _parses_as_object(arguments: str) -> bool:
 
 
 def _category(call: ParityCall, function: ClrFunction | None, meai: SideResult, tether: SideResult, fields: tuple[str, ...]) -> Category | None:
-    """The deliberate difference that explains ``fields``, or None. Checked in this order, so a
-    cancelled approval-required call is a cancellation."""
+    """The deliberate difference that explains ``fields``, or None: each needs the call's trait and
+    the tether_clr outcome that rule gives (a DENIED approval-required call, an INVALID_ARGS parse
+    error...), so a difference of another kind on the same call stays unexpected. Checked in this
+    order, so a cancelled approval-required call is a cancellation."""
     if not fields:
         return None
     if call.cancelled:
-        return "cancellation"
+        return "cancellation" if tether.code in ("ABORTED_BEFORE_DISPATCH", "ABORTED") else None
     if function is not None and function.requires_approval:
-        return "approval"
+        return "approval" if tether.code == "DENIED" and not meai.present else None
     if not _parses_as_object(call.arguments):
-        return "parse_error"
-    if _extra_argument_names(function, call.arguments) and tether.exception is not None:
+        return "parse_error" if tether.code == "INVALID_ARGS" else None
+    if _extra_argument_names(function, call.arguments) and tether.code == "INVALID_ARGS":
         return "unknown_arguments"
     meai_failed = meai.exception is not None or (isinstance(meai.result, str) and meai.result.startswith("Error:"))
-    if "call_id" not in fields and meai_failed and tether.exception is not None:
+    if "call_id" not in fields and meai_failed and tether.code is not None:
         return "failure_text"
     return None
 

@@ -5,7 +5,7 @@ invoker, driven by a scripted ``IChatClient`` written in C# and compiled against
 (``TETHER_MEAI_DIR``), and through tether_clr's ``execute_batch``. The results are compared call by
 call (``CallId``, the ``Result`` JSON, whether an ``Exception`` is present) and every difference is
 reported; the deliberate ones (:data:`DELIBERATE_DIFFERENCES`: approval, parse errors, unknown
-arguments, failure texts, cancellation) are labelled as such, never hidden. See docs/parity.md.
+arguments, failure texts, cancellation) are labelled as such, never hidden. See docs/csharp-tools.md (Parity).
 
 Importable without pytest: :func:`assert_parity` raises a plain ``AssertionError`` whose message is
 the report. The engine lives in :mod:`tether_clr.clr.parity`, so the ``tether-clr parity`` command
