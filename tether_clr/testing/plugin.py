@@ -42,6 +42,19 @@ def _kinds() -> list[str]:
     return ["sqlite", "postgres"] if wanted else ["sqlite"]
 
 
+def postgres_dsn_or_skip() -> str:
+    """``$TETHER_POSTGRES_DSN`` when its server can be used; else skip the test saying why
+    (fail it under ``TETHER_REQUIRE_POSTGRES=1``)."""
+    from tether_clr.testing.stores import postgres_problem
+
+    problem = postgres_problem()
+    if problem is not None:
+        if os.environ.get("TETHER_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"TETHER_REQUIRE_POSTGRES=1 but {problem}")
+        pytest.skip(problem)
+    return os.environ["TETHER_POSTGRES_DSN"]
+
+
 @pytest.fixture
 def tether_registry() -> KitRegistry:
     """A fresh registry and its root scope (session ``test-session``, owner ``tester``)."""
@@ -59,12 +72,10 @@ def session_store_kind(request: pytest.FixtureRequest) -> StoreKind:
 @pytest.fixture
 def session_store_location(session_store_kind: StoreKind, tmp_path: Path) -> Iterator[str]:
     """Where this test's store lives: ``tmp_path/session.sqlite``, or a DSN on a fresh schema (dropped afterwards)."""
-    from tether_clr.testing.stores import postgres_problem, store_location
+    from tether_clr.testing.stores import store_location
 
-    if session_store_kind == "postgres" and (problem := postgres_problem()) is not None:
-        if os.environ.get("TETHER_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"TETHER_REQUIRE_POSTGRES=1 but {problem}")
-        pytest.skip(problem)
+    if session_store_kind == "postgres":
+        postgres_dsn_or_skip()
     with store_location(session_store_kind, tmp_path) as location:
         yield location
 
