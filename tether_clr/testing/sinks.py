@@ -16,7 +16,7 @@ one-line assertions; ``sink.lines("call_declared", "outcome_ready")`` only those
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -66,12 +66,30 @@ def _answer(answer: Any) -> str:
     return str(answer.value) if isinstance(answer, Enum) else repr(answer)
 
 
-class RecordingSink:
-    """A sink that records every call to it (see the module docstring); ``inner``: a sink to forward to."""
+_HOOKS = frozenset({"call_declared", "outcome_ready", *OPTIONAL_HOOKS})
 
-    def __init__(self, inner: ToolCallSink | None = None) -> None:
+
+class RecordingSink:
+    """A sink that records every call to it (see the module docstring); ``inner``: a sink to forward to.
+
+    ``fail_on``: the hook (``"flush"``, ``"outcome_ready"``...) that raises ``error()`` instead of
+    recording (default: ``OSError("disk full")``), for tests of the batch's infrastructure faults:
+    the batch must raise :class:`~tether_clr.SinkError`, never disguise the failure as a tool result.
+    """
+
+    def __init__(
+        self,
+        inner: ToolCallSink | None = None,
+        *,
+        fail_on: str | None = None,
+        error: Callable[[], BaseException] = lambda: OSError("disk full"),
+    ) -> None:
+        if fail_on is not None and fail_on not in _HOOKS:
+            raise ValueError(f"no such sink hook: {fail_on!r}")
         self.inner = inner
         self.timeline: list[SinkRecord] = []
+        self.fail_on = fail_on
+        self.error = error
         if inner is not None:
             for name in OPTIONAL_HOOKS:
                 if not callable(getattr(inner, name, None)):
@@ -82,6 +100,8 @@ class RecordingSink:
         return self.inner is not None and getattr(self.inner, "parks_approvals", False) is True
 
     def _note(self, hook: str, call_id: str | None = None, detail: Any = None) -> None:
+        if hook == self.fail_on:
+            raise self.error()
         self.timeline.append(SinkRecord(hook, call_id, detail, current_declaration()))
 
     # -- the required methods ------------------------------------------------------------
@@ -114,6 +134,8 @@ class RecordingSink:
             await self.inner.approval_decided(execution, result)  # type: ignore[attr-defined]
 
     async def approval_from_grant(self, execution: ToolExecution, key: GrantKey) -> ApprovalResult | None:
+        if self.fail_on == "approval_from_grant":
+            raise self.error()
         found: ApprovalResult | None = None
         if self.inner is not None:
             found = await self.inner.approval_from_grant(execution, key)  # type: ignore[attr-defined]
@@ -149,7 +171,7 @@ class RecordingSink:
 
     def lines(self, *hooks: str) -> list[str]:
         """The timeline as short strings, only of ``hooks`` when any are named (an unknown name is an error)."""
-        unknown = set(hooks) - {"call_declared", "outcome_ready", *OPTIONAL_HOOKS}
+        unknown = set(hooks) - _HOOKS
         if unknown:
             raise ValueError(f"no such sink hook: {sorted(unknown)}")
         return [str(record) for record in self.timeline if not hooks or record.hook in hooks]
