@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import getpass
-import os
 import re
 import shlex
 import signal
@@ -197,10 +196,7 @@ def run(
         raise click.UsageError(str(exc)) from exc
     registry.approval = approver_for(approve, console, interactive=sys.stdin.isatty())  # type: ignore[arg-type]
     session = session_id or f"run-{uuid.uuid4().hex[:12]}"
-    settings = RunSettings(
-        str(Path(script).resolve()), tool_specs, tuple(str(Path(a).resolve()) for a in assemblies), os.getcwd(),
-        context.tenant_id, context.principal_id, tuple(sorted(context.scopes)), approve, max_parallelism,
-    )
+    settings = RunSettings.of(script, tool_specs, assemblies, context, approve, max_parallelism)
     console.print(f"session [bold]{session}[/bold] in {db}: {len(parsed.turns)} turn(s), {parsed.call_count} call(s); "
                   f"tools: {', '.join(sorted(set(names))) or 'none'}; approvals: {approve}")
     with _store(db) as store:
