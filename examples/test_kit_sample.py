@@ -2,7 +2,8 @@
 
 Run it with ``pytest examples/test_kit_sample.py`` wherever ``tether_clr[testing]`` is installed:
 the fixtures come from the kit's pytest plugin, nothing from a conftest. docs/testing.md walks
-through it; tests/testing/test_sample.py runs it in CI and counts its passes.
+through it; tests/testing/test_kit_loading.py runs it in CI and counts its passes, and the wheel
+smoke test (./tasks.sh test) runs it from an installed ``tether_clr[testing]`` wheel.
 """
 
 from __future__ import annotations
