@@ -7,7 +7,7 @@
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up its own virtualenv, .venv-bench (the bench extra: the peers, and psycopg), then run
 #                      the benchmarks and rewrite the tables in docs/benchmarks.md; the MCP server's
-#                      (benchmarks/mcp_server.py, needs mcp 2.x) runs last in .venv, its test extra ensured first
+#                      (benchmarks/mcp_server.py, needs mcp 2.x) and telemetry's run last in .venv, its test extra ensured first
 #   ./tasks.sh setup [EXTRAS]  only set up .venv (EXTRAS: the package extras, default test; e.g. test,postgres)
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
@@ -207,6 +207,8 @@ case "$cmd" in
          "$PY" benchmarks/peers.py --write-docs
          # tether_clr.mcp needs mcp 2.x, which .venv-bench's peers cannot share: back to the test virtualenv
          VENV="${TETHER_VENV:-$ROOT/.venv}"; PY="$VENV/bin/python"; ensure_venv test
-         "$PY" benchmarks/mcp_server.py --write-docs ;;
+         "$PY" benchmarks/mcp_server.py --write-docs
+         # the OpenTelemetry SDK (recording provider, in-memory exporter) is in the test extra
+         "$PY" benchmarks/telemetry.py --write-docs ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
