@@ -49,7 +49,8 @@ class VersionRange:
 
     ``"1.2.0"`` (or ``"==1.2.0"``) is that version; ``">=1.0.0,<2.0.0"`` every
     1.x; operators ``== != >= <= > <``, compared by semver precedence (build
-    metadata ignored). Anything else, an empty text included, is ``ValueError``.
+    metadata ignored; a prerelease by its precedence, so ``2.0.0-rc.1`` is ``<2.0.0``).
+    Anything else, an empty text included, is ``ValueError``.
     ``str()`` gives back the normalized text.
     """
 
@@ -148,6 +149,9 @@ class KillSwitch:
         """The switch :meth:`as_json` wrote; ``ValueError`` / ``TypeError`` for anything else."""
         if not isinstance(data, Mapping):
             raise TypeError(f"a kill switch is a JSON object, got {type(data).__name__}")
+        missing = sorted({"reason", "switch_id"} - data.keys())
+        if missing:
+            raise ValueError(f"a kill switch needs {missing}")
         return cls(
             data["reason"],
             logical_name=data.get("logical_name"),
