@@ -114,6 +114,14 @@ wheel_smoke() {
     (cd "$work" && env -u TETHER_SOURCE_ROOT TETHER_CLR_RUNTIME="$runtime" DOTNET_ROOT="$root" \
       TETHER_CACHE_DIR="$work/cache" "$work/venv/bin/python" "$ROOT/.ci/smoke_wheel.py")
   done
+  # The test kit as a user installs it (issue 19): the wheel's testing extra, and the sample
+  # examples/test_kit_sample.py run by pytest outside the checkout, its fixtures from the plugin.
+  say "wheel smoke test: the testing extra and examples/test_kit_sample.py"
+  local wheel; wheel="$(ls "$work"/dist/*.whl)"
+  "$work/venv/bin/python" -m pip install -q "$wheel[testing,postgres]" trio
+  cp -r "$ROOT/examples" "$work/examples"
+  (cd "$work" && env -u TETHER_SOURCE_ROOT PYTHONPATH="$work" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
+    examples/test_kit_sample.py) || { say "wheel smoke test: the test kit's sample fails from the wheel"; return 1; }
   rm -rf "$work"
 }
 
