@@ -25,7 +25,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -34,7 +34,7 @@ import click
 from rich.console import Console
 
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
-from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened_control
+from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened, opened_control
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.parity import parity_table
@@ -84,17 +84,9 @@ def _fault(message: str) -> NoReturn:
     sys.exit(EXIT_FAULT)
 
 
-@contextmanager
-def _store(db: str) -> Iterator[SqlSessionStore]:
-    """The opened store, closed on exit; failing to open it is an infrastructure fault (exit 1)."""
-    try:
-        store = open_store(db)
-    except Exception as exc:
-        _fault(f"cannot open the session log {db!r}: {describe_exception(exc)}")
-    try:
-        yield store
-    finally:
-        store.close()
+def _store(db: str) -> AbstractContextManager[SqlSessionStore]:
+    """The opened session store, closed on exit; failing to open it is an infrastructure fault (exit 1)."""
+    return opened(open_store, "session log", db)
 
 
 def _run_async(function: Callable[..., Any], *args: Any, backend: str = "asyncio") -> Any:

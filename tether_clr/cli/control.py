@@ -25,7 +25,7 @@ import getpass
 import re
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -67,17 +67,24 @@ def _fault(message: str) -> NoReturn:
     sys.exit(1)
 
 
+_S = TypeVar("_S", bound=AbstractContextManager[Any])
+
+
 @contextmanager
-def opened_control(db: str) -> Iterator[SqlCatalogControl]:
-    """The opened store, closed on exit; failing to open it is an infrastructure fault (exit 1)."""
+def opened(open_store: Callable[[str], _S], what: str, db: str) -> Iterator[_S]:
+    """``open_store(db)``, closed on exit; failing to open it is an infrastructure fault (exit 1, a message naming
+    ``what`` and ``db``, never a traceback). The session log's ``--db`` and the control store's share it."""
     try:
-        control = open_control(db)
+        store = open_store(db)
     except Exception as exc:
-        _fault(f"cannot open the control store {db!r}: {describe_exception(exc)}")
-    try:
-        yield control
-    finally:
-        control.close()
+        _fault(f"cannot open the {what} {db!r}: {describe_exception(exc)}")
+    with store:
+        yield store
+
+
+def opened_control(db: str) -> AbstractContextManager[SqlCatalogControl]:
+    """The control store ``db`` names, opened (exit 1 if it cannot be), closed on exit."""
+    return opened(open_control, "control store", db)
 
 
 def _commit(db: str, change: ControlChange) -> None:
