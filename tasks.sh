@@ -204,6 +204,7 @@ case "$cmd" in
          "$PY" benchmarks/catalog.py --write-docs "$@"
          if [ -f benchmarks/clr.py ]; then "$PY" benchmarks/clr.py --write-docs "$@"; fi
          "$PY" benchmarks/stores.py --write-docs
+         "$PY" benchmarks/control_plane.py --write-docs
          "$PY" benchmarks/peers.py --write-docs
          # tether_clr.mcp needs mcp 2.x, which .venv-bench's peers cannot share: back to the test virtualenv
          VENV="${TETHER_VENV:-$ROOT/.venv}"; PY="$VENV/bin/python"; ensure_venv test

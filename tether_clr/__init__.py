@@ -12,8 +12,11 @@ from tether_clr.catalog.assembly import (
     assemble_catalog,
     assembly_digest,
 )
+from tether_clr.catalog.attachment import ControlAttachment
 from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.catalog.candidates import DenyRule, ToolCandidate
+from tether_clr.catalog.control import CatalogControl, ControlChange, ControlFeed
+from tether_clr.catalog.kill_switches import KillSwitch, VersionRange
 from tether_clr.catalog.lifecycle import StatusTransition, ToolStatus, status_transition
 from tether_clr.catalog.metadata import CapabilityQuery, SideEffect, ToolMetadata
 from tether_clr.catalog.reauthorization import reauthorize
@@ -33,6 +36,8 @@ from tether_clr.catalog.registration import (
     ToolsChangedEvent,
 )
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
+from tether_clr.control.postgres import PostgresCatalogControl
+from tether_clr.control.sqlite import SqliteCatalogControl
 from tether_clr.execution.instrumentation import BatchObserver, CallObserver, Instrumentation
 from tether_clr.execution.ports import (
     ApprovalProvider,
@@ -149,6 +154,7 @@ __all__ = [
     "CancellationSource",
     "CancellationToken",
     "CapabilityQuery",
+    "CatalogControl",
     "CatalogSelection",
     "ChildCallCancelled",
     "ChildCallError",
@@ -157,6 +163,9 @@ __all__ = [
     "ChildCalls",
     "CompatibilityMode",
     "CompatibilityReport",
+    "ControlAttachment",
+    "ControlChange",
+    "ControlFeed",
     "Declaration",
     "DeferredTool",
     "DenyRule",
@@ -175,11 +184,13 @@ __all__ = [
     "Instrumentation",
     "InvariantViolation",
     "JsonConversionError",
+    "KillSwitch",
     "LoggedCall",
     "OMISSION_REASONS",
     "Omission",
     "OperationCancelledError",
     "PendingApproval",
+    "PostgresCatalogControl",
     "PostgresSessionStore",
     "PythonFunction",
     "REAUTHORIZATION_REASONS",
@@ -197,6 +208,7 @@ __all__ = [
     "SideEffect",
     "SinkError",
     "SinkHooks",
+    "SqliteCatalogControl",
     "SqliteSessionStore",
     "SqliteToolLog",
     "StatusTransition",
@@ -229,6 +241,7 @@ __all__ = [
     "ToolStatus",
     "ToolsChangedEvent",
     "TraceContext",
+    "VersionRange",
     "assemble_catalog",
     "assembly_digest",
     "call_fingerprint",

@@ -18,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from tether_clr.catalog.attachment import ControlAttachment
 from tether_clr.catalog.authority import Authority
 from tether_clr.catalog.candidates import DenyRule
+from tether_clr.catalog.control import CatalogControl
+from tether_clr.catalog.kill_switches import KillSwitch
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import CapabilityQuery, ToolMetadata
 from tether_clr.catalog.records import DiscoveryResult
@@ -168,19 +171,56 @@ class ToolRegistry:
         see :meth:`ToolCatalog.assemble <tether_clr.catalog.store.ToolCatalog.assemble>`."""
         return self.catalog.assemble(context, scope, query)
 
-    def set_status(self, logical_name: str, version: str, status: ToolStatus) -> None:
-        """Move every registration of (logical name, version) to ``status`` (:func:`~tether_clr.status_transition`)."""
-        self.catalog.set_status(logical_name, version, status)
+    def set_status(self, logical_name: str, version: str, status: ToolStatus, *, reason: str = "") -> None:
+        """Move every registration of (logical name, version) to ``status`` (:func:`~tether_clr.status_transition`);
+        attached to a control plane, committed there first, with ``reason``."""
+        self.catalog.set_status(logical_name, version, status, reason=reason)
 
-    def update_metadata(self, logical_name: str, version: str, /, **changes: Any) -> None:
-        """Change governance fields of (logical name, version) everywhere it is registered."""
-        self.catalog.update_metadata(logical_name, version, **changes)
+    def update_metadata(self, logical_name: str, version: str, /, *, reason: str = "", **changes: Any) -> None:
+        """Change governance fields of (logical name, version) everywhere it is registered;
+        attached to a control plane, committed there first, with ``reason``."""
+        self.catalog.update_metadata(logical_name, version, reason=reason, **changes)
 
     def pin(
-        self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None
-    ) -> Registration:
-        """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone."""
-        return self.catalog.pin(logical_name, version, tenant_id, agent_version)
+        self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None,
+        *, reason: str = "",
+    ) -> Registration:  # fmt: skip
+        """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone;
+        attached to a control plane, committed there first, with ``reason``."""
+        return self.catalog.pin(logical_name, version, tenant_id, agent_version, reason=reason)
+
+    def add_kill_switch(self, switch: KillSwitch) -> Registration:
+        """Stop every call ``switch`` matches (DENIED ``kill_switch`` before each body; omitted when assembling);
+        the registration lifts it. Attached to a control plane, committed there first."""
+        return self.catalog.add_kill_switch(switch)
+
+    @property
+    def kill_switches(self) -> tuple[KillSwitch, ...]:
+        """The live kill switches, set here or shared by the control plane."""
+        return self.catalog.kill_switches
+
+    def attach_control(
+        self, control: CatalogControl, max_staleness: float = 1.0, *, actor: str | None = None
+    ) -> ControlAttachment:
+        """Share statuses, pins, metadata changes and kill switches with every host attached to ``control``.
+
+        Loads the store's current state and applies every later change in
+        revision order (PostgreSQL: woken by LISTEN/NOTIFY, polling as the
+        fallback; SQLite: polling); each applied change bumps :attr:`revision`
+        and emits ``tools/change``. A local :meth:`set_status`, :meth:`pin`,
+        :meth:`update_metadata` or :meth:`add_kill_switch` is committed to the
+        store first (recorded as ``actor``, default ``user@host``) and applied
+        here only after the commit. Before each body, a host whose view of the
+        store is older than ``max_staleness`` seconds refuses the call
+        UNAVAILABLE ``control_stale``. Returns the attachment
+        (``dispose()`` detaches); see docs/control-plane.md.
+        """
+        return self.catalog.attach_control(control, max_staleness, actor=actor)
+
+    @property
+    def control(self) -> ControlAttachment | None:
+        """The attached control plane, or ``None``."""
+        return self.catalog.control
 
     def enable_tool_search(self, name: str = "tool_search") -> Registration:
         """Register the built-in tool search under ``name``, globally; the returned registration removes it.

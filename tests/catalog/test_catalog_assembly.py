@@ -169,7 +169,7 @@ def test_an_omission_names_the_first_filter_that_excluded_the_version() -> None:
 def test_the_filter_steps_are_composable() -> None:
     assert [f.__name__ for f in VERSION_FILTERS] == [
         "status_filter", "tenant_filter", "scope_filter", "context_filter", "flag_filter", "deny_rule_filter",
-        "query_filter",
+        "kill_switch_filter", "query_filter",
     ]
     catalog = [tool("refund", required_scopes=frozenset({"orders:refund"})), tool("old", status=S.RETIRED)]
     assert chosen(assemble_catalog(catalog, CTX, filters=(status_filter,))) == ["refund@1.0.0"]

@@ -186,16 +186,16 @@ def test_tool_binding_is_validated() -> None:
 
 def test_omission_reasons_are_the_issue_vocabulary() -> None:
     assert OMISSION_REASONS == ("tenant_denied", "missing_scope", "context_mismatch", "not_active", "flag_disabled",
-                                "deny_rule", "shadowed", "superseded", "query_mismatch")
+                                "deny_rule", "kill_switch", "shadowed", "superseded", "query_mismatch")
     with pytest.raises(ValueError, match="reason"):
         Omission("refund", "1.0.0", "hidden")  # type: ignore[arg-type]
 
 
 def test_failure_reasons_are_the_issue_vocabulary() -> None:
     assert REAUTHORIZATION_REASONS == ("tool_disabled", "tool_retired", "tenant_denied", "scope_revoked",
-                                       "deny_rule", "stale_binding")
+                                       "deny_rule", "stale_binding", "kill_switch")
     assert set(CATALOG_FAILURE_REASONS) == set(REAUTHORIZATION_REASONS) | {"authority_unavailable", "result_too_large",
-                                                                                 "schema_not_loaded"}
+                                                                                 "schema_not_loaded", "control_stale"}
 
 
 def test_discovery_result_is_immutable_and_checked() -> None:

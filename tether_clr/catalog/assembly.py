@@ -5,7 +5,8 @@ the order the rule fixes, so each omission names the *first* step that
 excluded a version:
 
 1. per version, :data:`VERSION_FILTERS`: status, tenant, scopes, context
-   (environments, regions), flag (``enabled_when``), deny rule, query;
+   (environments, regions), flag (``enabled_when``), deny rule, kill switch
+   (:mod:`~tether_clr.catalog.kill_switches`), query;
 2. :func:`shadow` per model name: a plugin tool never shadows a built-in one
    (in any layer; a warning is logged), and between tools of the same origin
    the inner scope (higher ``layer``) shadows the outer;
@@ -36,6 +37,7 @@ from tether_clr.catalog.candidates import (
     deny_detail,
     describe_answer,
 )
+from tether_clr.catalog.kill_switches import KillSwitch, matching_switch
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import CapabilityQuery
 from tether_clr.catalog.records import (
@@ -66,6 +68,7 @@ __all__ = [
     "context_filter",
     "deny_rule_filter",
     "flag_filter",
+    "kill_switch_filter",
     "query_filter",
     "resolve_aliases",
     "scope_filter",
@@ -89,6 +92,7 @@ class AssemblyRequest:
     pins: tuple[ToolPin, ...] = ()
     deny_rules: tuple[DenyRule, ...] = ()
     query: CapabilityQuery | None = None
+    kill_switches: tuple[KillSwitch, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.context, RequestContext):
@@ -96,6 +100,7 @@ class AssemblyRequest:
         object.__setattr__(self, "scopes", frozenset(self.scopes))
         object.__setattr__(self, "pins", tuple(self.pins))
         object.__setattr__(self, "deny_rules", tuple(self.deny_rules))
+        object.__setattr__(self, "kill_switches", tuple(self.kill_switches))
         if self.query is not None and not isinstance(self.query, CapabilityQuery):
             raise TypeError(f"query must be a CapabilityQuery or None, got {type(self.query).__name__}")
 
@@ -161,6 +166,17 @@ def deny_rule_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Excl
     return None
 
 
+def kill_switch_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
+    """A kill switch (data, from the control plane or ``registry.add_kill_switch``) that matches omits the version."""
+    switches = request.kill_switches
+    if not switches:
+        return None
+    switch = matching_switch(switches, candidate.logical_name, candidate.semver, request.context)
+    if switch is None:
+        return None
+    return ("kill_switch", f"kill switch {switch.switch_id}: {switch.reason}")
+
+
 def query_filter(candidate: ToolCandidate, request: AssemblyRequest) -> Exclusion | None:
     query = request.query
     if query is None or query.matches(candidate.metadata):
@@ -175,6 +191,7 @@ VERSION_FILTERS: tuple[VersionFilter, ...] = (
     context_filter,
     flag_filter,
     deny_rule_filter,
+    kill_switch_filter,
     query_filter,
 )
 """The per-version steps, in the order the rule fixes."""
@@ -382,6 +399,7 @@ def assemble_catalog(
     deny_rules: Iterable[DenyRule] = (),
     query: CapabilityQuery | None = None,
     filters: Sequence[VersionFilter] = VERSION_FILTERS,
+    kill_switches: Iterable[KillSwitch] = (),
 ) -> CatalogSelection:
     """Compute what ``context`` may see and call from ``candidates``.
 
@@ -396,6 +414,7 @@ def assemble_catalog(
         tuple(pins),
         tuple(deny_rules),
         query,
+        tuple(kill_switches),
     )
     candidates = list(candidates)
     # Flags and deny rules are host code that may answer differently for the same inputs.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tether_clr.catalog.candidates import DenyRule, ToolCandidate, deny_detail
+from tether_clr.catalog.kill_switches import KillSwitch, matching_switch
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.records import ReauthorizationReason, ToolBinding
 from tether_clr.records.context import RequestContext
@@ -23,6 +24,7 @@ def reauthorize(
     context: RequestContext,
     scopes: frozenset[str],
     deny_rules: Sequence[DenyRule] = (),
+    kill_switches: Sequence[KillSwitch] = (),
 ) -> ReauthorizationReason | None:
     """The check right before a body runs: ``None`` lets it run, a reason refuses it (DENIED).
 
@@ -32,7 +34,8 @@ def reauthorize(
     the version is ACTIVE or DEPRECATED (``tool_retired`` for RETIRED,
     ``tool_disabled`` otherwise), the tenant is allowed (``tenant_denied``),
     the scopes are held (``scope_revoked``), no deny rule objects
-    (``deny_rule``; a rule that raises objects). A snapshot proves only that a
+    (``deny_rule``; a rule that raises objects), no kill switch matches
+    (``kill_switch``; none given: nothing to check). A snapshot proves only that a
     call was allowed when it was assembled, so this runs for every call; it is
     a handful of attribute reads and a subset test.
     """
@@ -55,4 +58,6 @@ def reauthorize(
     for rule in deny_rules:
         if deny_detail(rule, binding, metadata, context) is not None:
             return "deny_rule"
+    if kill_switches and matching_switch(kill_switches, live.logical_name, live.semver, context) is not None:
+        return "kill_switch"
     return None

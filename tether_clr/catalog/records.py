@@ -35,6 +35,7 @@ OmissionReason = Literal[
     "not_active",
     "flag_disabled",
     "deny_rule",
+    "kill_switch",
     "shadowed",
     "superseded",
     "query_mismatch",
@@ -42,12 +43,15 @@ OmissionReason = Literal[
 OMISSION_REASONS: tuple[OmissionReason, ...] = get_args(OmissionReason)
 
 # Why a call bound in a snapshot is refused (DENIED) right before its body would run.
-ReauthorizationReason = Literal["tool_disabled", "tool_retired", "tenant_denied", "scope_revoked", "deny_rule", "stale_binding"]
+ReauthorizationReason = Literal[
+    "tool_disabled", "tool_retired", "tenant_denied", "scope_revoked", "deny_rule", "stale_binding", "kill_switch"
+]
 REAUTHORIZATION_REASONS: tuple[ReauthorizationReason, ...] = get_args(ReauthorizationReason)
 
 # Every machine-readable ``failure.reason`` the catalog adds to the eight failure codes:
 # re-authorization (DENIED), an authority that fails (UNAVAILABLE), an oversized result (TOOL_ERROR),
-# a call to a deferred tool whose schema the snapshot has not loaded (INVALID_ARGS).
+# a call to a deferred tool whose schema the snapshot has not loaded (INVALID_ARGS), a host whose view
+# of the shared control plane is older than its max_staleness (UNAVAILABLE).
 CatalogFailureReason = Literal[
     "tool_disabled",
     "tool_retired",
@@ -55,7 +59,9 @@ CatalogFailureReason = Literal[
     "scope_revoked",
     "deny_rule",
     "stale_binding",
+    "kill_switch",
     "authority_unavailable",
+    "control_stale",
     "result_too_large",
     "schema_not_loaded",
 ]

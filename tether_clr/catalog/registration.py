@@ -25,7 +25,7 @@ __all__ = ["ChangeKind", "ContentHook", "Registration", "ToolRegistrationOptions
 ContentHook = Callable[[ToolExecutionOutcome], Any]
 """``hook(outcome) -> parts``: a :class:`~tether_clr.TextPart`, an :class:`~tether_clr.ImagePart`, or a sequence of them."""
 
-ChangeKind = Literal["added", "removed", "status", "metadata", "pin", "deny_rule", "authority"]
+ChangeKind = Literal["added", "removed", "status", "metadata", "pin", "deny_rule", "authority", "kill_switch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +134,8 @@ class ToolsChangedEvent:
     """``tools/change``: what some scope may see or call changed.
 
     ``change`` is ``added`` / ``removed`` (a registration), ``status``,
-    ``metadata``, ``pin`` (``name`` is the logical name), ``deny_rule`` or
-    ``authority`` (``name`` is empty: registry-wide). ``revision`` is the
+    ``metadata``, ``pin`` (``name`` is the logical name), ``deny_rule``,
+    ``authority`` or ``kill_switch`` (``name`` is empty: registry-wide). ``revision`` is the
     registry revision the change produced.
     """
 

@@ -26,8 +26,12 @@ from tether_clr.catalog.assembly import (
     resolve_aliases,
     shadow,
 )
+from tether_clr.catalog.attachment import ControlAttachment
 from tether_clr.catalog.authority import Authority, assembly_scopes
 from tether_clr.catalog.candidates import DenyRule
+from tether_clr.catalog.control import ControlChange
+from tether_clr.catalog.control_state import encode_metadata
+from tether_clr.catalog.controlled import ControlledCatalog, overlaid
 from tether_clr.catalog.entries import (
     LiveRecord,
     ToolEntry,
@@ -35,6 +39,7 @@ from tether_clr.catalog.entries import (
     make_entry,
     validation_checks,
 )
+from tether_clr.catalog.kill_switches import KillSwitch
 from tether_clr.catalog.lifecycle import StatusTransition, ToolStatus, status_transition
 from tether_clr.catalog.metadata import CapabilityQuery
 from tether_clr.catalog.records import DiscoveryResult, ToolPin
@@ -63,7 +68,7 @@ class _GlobalKey:
 _GLOBAL = _GlobalKey()
 
 
-class ToolCatalog:
+class ToolCatalog(ControlledCatalog):
     """The catalog's control plane: scoped, versioned registrations and the live policy.
 
     ``argument_limits`` bound the argument text a model may send
@@ -92,6 +97,8 @@ class ToolCatalog:
         ] = weakref.WeakKeyDictionary()
         self._pins: dict[tuple[str, str | None, str | None], ToolPin] = {}
         self._deny_rules: tuple[DenyRule, ...] = ()
+        self._kill_switches: tuple[KillSwitch, ...] = ()
+        self._control: ControlAttachment | None = None
         self._authority: Authority | None = None
         self._revision = 0
         self._policy_revision = 0
@@ -146,6 +153,9 @@ class ToolCatalog:
                 raise DuplicateToolError(
                     f"a tool named {entry.name!r} is already registered {where} in version {candidate.version}"
                 )
+            if self._control is not None:  # the shared status and metadata of this version, if any
+                entry = record.entry = overlaid(entry, self._control)
+                candidate = entry.candidate
             versions = self._by_logical_name.get(candidate.logical_name, [])
             check_compatible([r for r in versions if r.current.scope is scope], candidate)
             self._layers[scope] = layer
@@ -247,6 +257,7 @@ class ToolCatalog:
             entries = self._visible_entries(scope)
             pins = tuple(self._pins.values())
             deny_rules = self._deny_rules
+            kill_switches = self._kill_switches
             authority = self._authority
             revision, policy_revision = self._revision, self._policy_revision
         selection = assemble_catalog(
@@ -256,20 +267,23 @@ class ToolCatalog:
             pins=pins,
             deny_rules=deny_rules,
             query=query,
+            kill_switches=kill_switches,
         )
         by_candidate = {id(e.candidate): e for e in entries}
         bound = {c.model_name: by_candidate[id(c)] for c in selection.chosen}
         return ToolAssembly(self, scope, bound, selection, revision, policy_revision, self.argument_limits)
 
     # ------------------------------------------------------------ lifecycle
-    def set_status(self, logical_name: str, version: str, status: ToolStatus) -> None:
+    def set_status(self, logical_name: str, version: str, status: ToolStatus, *, reason: str = "") -> None:
         """Move every registration of (logical name, version) to ``status``.
 
         The rule is :func:`~tether_clr.status_transition`: the same status is a
         no-op, DRAFT -> VALIDATED runs the checks (the schema is valid, the
         tool is bound), forward moves from VALIDATED on, DISABLED -> ACTIVE;
         anything else raises ``ValueError`` and changes nothing.
-        ``LookupError`` if no such version is registered.
+        ``LookupError`` if no such version is registered. Attached to a control
+        plane, the change is committed there first (``reason`` recorded with it)
+        and applied here after the commit, on every attached host.
         """
         if not isinstance(status, ToolStatus):
             raise TypeError(f"status must be a ToolStatus, got {type(status).__name__}")
@@ -281,42 +295,57 @@ class ToolCatalog:
             if StatusTransition.VALIDATE in moves:
                 for record in records:
                     validation_checks(record)
-            for record in records:
-                entry = record.current
-                record.entry = replace(entry, candidate=replace(entry.candidate, status=status))
-            revision = self._bump()
+            control = self._control
+            if control is None:
+                for record in records:
+                    entry = record.current
+                    record.entry = replace(entry, candidate=replace(entry.candidate, status=status))
+                revision = self._bump()
+        if control is not None:
+            control.commit(ControlChange.status(logical_name, version, status, actor=control.actor, reason=reason))
+            return
         for record in records:
             self._emit(ToolsChangedEvent(record.current.scope, logical_name, "status", revision=revision))
 
-    def update_metadata(self, logical_name: str, version: str, /, **changes: Any) -> None:
+    def update_metadata(self, logical_name: str, version: str, /, *, reason: str = "", **changes: Any) -> None:
         """Change governance fields of (logical name, version) everywhere it is registered.
 
         Applies from the next assembly and to re-authorization of calls bound
         in older snapshots (tenants, required scopes). ``logical_name``,
         ``version`` and ``origin`` cannot change: a new schema or identity is a
-        new version. Refused changes raise and change nothing.
+        new version. Refused changes raise and change nothing. Attached to a
+        control plane, the change is committed there first, as data
+        (``enabled_when``, a function, is refused: ``ValueError``).
         """
         with self._lock:
             records = self._records_of(logical_name, version)
             updated = [(r, r.current.candidate.metadata.updated(**changes)) for r in records]
             if any(r.current.retry is not None and not metadata.idempotent for r, metadata in updated):
                 raise ValueError(f"{logical_name!r} {version} has a retry policy: it cannot stop being idempotent")
-            for record, metadata in updated:
-                entry = record.current
-                record.entry = replace(entry, candidate=replace(entry.candidate, metadata=metadata))
-            revision = self._bump()
+            control = self._control
+            if control is None:
+                for record, metadata in updated:
+                    entry = record.current
+                    record.entry = replace(entry, candidate=replace(entry.candidate, metadata=metadata))
+                revision = self._bump()
+        if control is not None:
+            change = ControlChange.metadata(logical_name, version, encode_metadata(changes), actor=control.actor, reason=reason)
+            control.commit(change)
+            return
         for record in records:
             self._emit(ToolsChangedEvent(record.current.scope, logical_name, "metadata", revision=revision))
 
     def pin(
-        self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None
-    ) -> Registration:
+        self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None,
+        *, reason: str = "",
+    ) -> Registration:  # fmt: skip
         """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone.
 
         The version must be ACTIVE now (``ValueError`` otherwise); a pin then
         survives the deprecation of its version. A new pin for the same
         (logical name, tenant, agent version) replaces the old one. The
-        returned registration removes the pin.
+        returned registration removes the pin. Attached to a control plane,
+        the pin (and its removal) is committed there first.
         """
         pin = ToolPin(logical_name, version, tenant_id, agent_version)
         key = (logical_name, tenant_id, agent_version)
@@ -325,19 +354,33 @@ class ToolCatalog:
             if not any(r.current.candidate.status is ToolStatus.ACTIVE for r in records):
                 states = sorted({r.current.candidate.status.name for r in records})
                 raise ValueError(f"cannot pin {logical_name!r} {version}: it is {', '.join(states)}, not ACTIVE")
-            self._pins[key] = pin
-            revision = self._bump()
+            control = self._control
+            if control is None:
+                self._pins[key] = pin
+                revision = self._bump()
+        if control is not None:
+            control.commit(ControlChange.pin(logical_name, version, tenant_id, agent_version, actor=control.actor, reason=reason))
+            return Registration(lambda: self._unpin(pin))
+        self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
+        return Registration(lambda: self._unpin(pin))
 
-        def unpin() -> None:
-            with self._lock:
-                if self._pins.get(key) is not pin:
-                    return
+    def _unpin(self, pin: ToolPin) -> None:
+        """Remove ``pin`` if it is still the pin of its key (through the control plane when attached)."""
+        key = (pin.logical_name, pin.tenant_id, pin.agent_version)
+        with self._lock:
+            if self._pins.get(key) != pin:
+                return
+            control = self._control
+            if control is None:
                 del self._pins[key]
                 revision = self._bump()
-            self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
-
-        self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
-        return Registration(unpin)
+        if control is not None:
+            try:
+                control.commit(ControlChange.unpin(*key, actor=control.actor))
+            except ValueError:  # unpinned meanwhile, on another host
+                control.sync()
+            return
+        self._emit(ToolsChangedEvent(None, pin.logical_name, "pin", revision=revision))
 
     # --------------------------------------------------------------- policy
     def add_deny_rule(self, rule: DenyRule) -> Registration:

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from tether_clr.catalog.assembly import CatalogSelection
 from tether_clr.catalog.authority import Authority, scopes_now
 from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.catalog.candidates import DenyRule
 from tether_clr.catalog.entries import ToolEntry
+from tether_clr.catalog.kill_switches import KillSwitch, matching_switch
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.reauthorization import reauthorize
 from tether_clr.catalog.records import (
@@ -45,20 +47,42 @@ from tether_clr.records.outcomes import ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.tools.protocol import Tool
 
-__all__ = ["LivePolicy", "SealedToolCatalogView", "ToolAssembly"]
+__all__ = ["ControlFreshness", "LivePolicy", "LiveRefusal", "SealedToolCatalogView", "ToolAssembly"]
 
 _View = TypeVar("_View", bound="SealedToolCatalogView")
 
+LiveRefusal = ReauthorizationReason | Literal["control_stale"]
+"""Why a call may not run now: a re-authorization reason (DENIED), or ``control_stale`` (UNAVAILABLE)."""
+
+
+class ControlFreshness(Protocol):
+    """How fresh a host's view of the shared control plane is (a :class:`~tether_clr.catalog.attachment.ControlAttachment`)."""
+
+    fresh_as_of: float
+    max_staleness: float
+
 
 class LivePolicy(Protocol):
-    """What a view reads of its catalog at execution, and nothing more: the live authority
-    and deny rules (a :class:`~tether_clr.catalog.store.ToolCatalog` is one)."""
+    """What a view reads of its catalog at execution, and nothing more: the live authority,
+    deny rules and kill switches, and the control plane's freshness when attached
+    (a :class:`~tether_clr.catalog.store.ToolCatalog` is one)."""
 
     @property
     def authority(self) -> Authority | None: ...
 
     @property
     def deny_rules(self) -> tuple[DenyRule, ...]: ...
+
+    @property
+    def kill_switches(self) -> tuple[KillSwitch, ...]: ...
+
+    @property
+    def control(self) -> ControlFreshness | None: ...
+
+
+def _stale(control: ControlFreshness) -> bool:
+    """The fail-closed rule of an attached host: no body runs on a view older than ``max_staleness``."""
+    return time.monotonic() - control.fresh_as_of > control.max_staleness
 
 
 def _lifecycle_refusal(status: ToolStatus) -> ReauthorizationReason | None:
@@ -277,16 +301,28 @@ class SealedToolCatalogView:
         return frozenset()
 
     # ------------------------------------------------------ at execution
-    def live_refusal(self, entry: ToolEntry, scopes: frozenset[str] | None = None) -> ReauthorizationReason | None:
+    def live_refusal(self, entry: ToolEntry, scopes: frozenset[str] | None = None) -> LiveRefusal | None:
         """Why ``entry`` may not run now, or ``None``.
 
         A plain view has no request context, so only the lifecycle is checked
         again: a version disabled or retired after sealing is refused
         (``tool_disabled`` / ``tool_retired``); one attribute read per call. A
         disposal does not stop a call of a plain view sealed before it, as
-        before versions existed.
+        before versions existed. With a control plane attached, a view older
+        than its ``max_staleness`` refuses ``control_stale`` first; a kill
+        switch that matches refuses ``kill_switch`` (one naming a tenant or a
+        principal matches here too: a plain view has neither to compare).
         """
-        return _lifecycle_refusal(entry.record.current.candidate.status)
+        catalog = self.catalog
+        control = catalog.control
+        if control is not None and _stale(control):
+            return "control_stale"
+        candidate = entry.record.current.candidate
+        found = _lifecycle_refusal(candidate.status)
+        if found is None and catalog.kill_switches:
+            if matching_switch(catalog.kill_switches, candidate.logical_name, candidate.semver, None) is not None:
+                return "kill_switch"
+        return found
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -416,20 +452,29 @@ class ToolAssembly(SealedToolCatalogView):
         for an asynchronous authority (``AuthorityUnavailableError`` if it fails)."""
         return scopes_now(self.catalog.authority, self._selection.context)
 
-    def live_refusal(self, entry: ToolEntry, scopes: frozenset[str] | None = None) -> ReauthorizationReason | None:
+    def live_refusal(self, entry: ToolEntry, scopes: frozenset[str] | None = None) -> LiveRefusal | None:
         """Re-authorize a bound call against the live registry, with the principal's scopes now.
 
-        The bound registration must still be registered (``stale_binding``
-        otherwise; a schema change is always a new version), ACTIVE or
-        DEPRECATED, allowed for the tenant, covered by ``scopes``, and no live
-        deny rule may object (see :func:`~tether_clr.catalog.assembly.reauthorize`).
+        With a control plane attached, a view older than its ``max_staleness``
+        refuses ``control_stale`` before anything else (nothing it says can be
+        trusted). Then the bound registration must still be registered
+        (``stale_binding`` otherwise; a schema change is always a new
+        version), ACTIVE or DEPRECATED, allowed for the tenant, covered by
+        ``scopes``, and no live deny rule or kill switch may object (see
+        :func:`~tether_clr.catalog.reauthorization.reauthorize`).
         """
+        catalog = self.catalog
+        control = catalog.control
+        if control is not None and _stale(control):
+            return "control_stale"
         record = entry.record
         live = record.current.candidate if record.alive else None
+        context = self._selection.context
         return reauthorize(
             entry.candidate.binding,
             live,
-            self._selection.context,
-            self._selection.context.scopes if scopes is None else scopes,
-            self.catalog.deny_rules,
+            context,
+            context.scopes if scopes is None else scopes,
+            catalog.deny_rules,
+            catalog.kill_switches,
         )

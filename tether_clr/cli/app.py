@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import functools
 import getpass
-import re
 import shlex
 import signal
 import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -35,6 +34,7 @@ import click
 from rich.console import Console
 
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
+from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened, opened_control
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.parity import parity_table
@@ -59,14 +59,10 @@ _T = TypeVar("_T")
 
 _DB_HELP = "the session log: a SQLite file path, or a PostgreSQL DSN (postgresql://... or 'host=... dbname=...')"
 
-# A libpq key=value connection string ("host=/var/run/postgresql dbname=app"), not a file name.
-_CONNINFO = re.compile(r"^\s*[A-Za-z_]+\s*=")
-
-
 def open_store(db: str) -> SqlSessionStore:
     """The session store ``--db`` names: PostgreSQL for a ``postgresql://`` / ``postgres://`` URL or a
     libpq ``key=value`` string, else a SQLite file."""
-    if db.startswith(("postgresql://", "postgres://")) or _CONNINFO.match(db):
+    if is_postgres_dsn(db):
         from tether_clr.recording.session.postgres import PostgresSessionStore
 
         return PostgresSessionStore(db)
@@ -88,17 +84,9 @@ def _fault(message: str) -> NoReturn:
     sys.exit(EXIT_FAULT)
 
 
-@contextmanager
-def _store(db: str) -> Iterator[SqlSessionStore]:
-    """The opened store, closed on exit; failing to open it is an infrastructure fault (exit 1)."""
-    try:
-        store = open_store(db)
-    except Exception as exc:
-        _fault(f"cannot open the session log {db!r}: {describe_exception(exc)}")
-    try:
-        yield store
-    finally:
-        store.close()
+def _store(db: str) -> AbstractContextManager[SqlSessionStore]:
+    """The opened session store, closed on exit; failing to open it is an infrastructure fault (exit 1)."""
+    return opened(open_store, "session log", db)
 
 
 def _run_async(function: Callable[..., Any], *args: Any, backend: str = "asyncio") -> Any:
@@ -390,6 +378,10 @@ def mcp() -> None:
               help="instead of a fixed identity: context_for(request) -> RequestContext | None (sync or async).")
 @click.option("--db", default=None, help=_DB_HELP + "; records every call (each call a turn of one session).")
 @click.option("--session", "session_id", default=None, help="--db: the session calls are recorded in (default: a new one).")
+@click.option("--control", "control_db", default=None,
+              help=CONTROL_HELP + "; the registry follows it (registry.attach_control) before serving.")
+@click.option("--max-staleness", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="--control: a call whose host view of the control plane is older ends UNAVAILABLE (control_stale).")
 def mcp_serve(
     tool_specs: tuple[str, ...],
     assemblies: tuple[str, ...],
@@ -403,6 +395,8 @@ def mcp_serve(
     context_spec: str | None,
     db: str | None,
     session_id: str | None,
+    control_db: str | None,
+    max_staleness: float,
 ) -> None:
     """Serve the Python and .NET tools named over MCP, each request through the governed pipeline.
 
@@ -432,6 +426,8 @@ def mcp_serve(
             err.print(f"recording every call in session {session} of {db}", markup=False)
         elif session_id is not None:
             raise click.UsageError("--session needs --db")
+        if control_db is not None:
+            _attach(stack, registry, control_db, max_staleness, err)
         server = create_server(registry, context_for=context_for, sink=sink)
         stack.callback(server.close)
         tools = ", ".join(sorted(set(names))) or "none"
@@ -440,6 +436,18 @@ def mcp_serve(
             _serve_stdio(server.run_stdio)
         else:
             _serve_http(lambda: server.streamable_http_app(path=http_path), host, port, http_path, tools, err)
+
+
+def _attach(stack: ExitStack, registry: ToolRegistry, control_db: str, max_staleness: float, err: Console) -> None:
+    """Attach ``registry`` to the control store (detached and closed when ``stack`` closes); exit 1 if it cannot load."""
+    control = stack.enter_context(opened_control(control_db))
+    try:
+        attachment = registry.attach_control(control, max_staleness=max_staleness)
+    except Exception as exc:
+        _fault(f"cannot follow the control store {control_db!r}: {describe_exception(exc)}")
+    stack.callback(attachment.dispose)
+    err.print(f"following the catalog control plane in {control_db} at revision {attachment.revision} "
+              f"(max staleness {max_staleness:g}s)", markup=False)  # fmt: skip
 
 
 def _identity(
@@ -542,6 +550,9 @@ def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple
         console.print(line, markup=False)
     if not report.ok:
         sys.exit(EXIT_FAULT)
+
+
+cli.add_command(catalog)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -71,11 +71,15 @@ _REFUSALS: dict[str, str] = {
     "scope_revoked": "the principal no longer holds the scopes {tool} requires",
     "deny_rule": "a deny rule refuses {tool}",
     "stale_binding": "the version of {tool} this request was bound to no longer exists",
+    "kill_switch": "a kill switch stops {tool}",
 }
 
 
 def _refusal(execution: ToolExecution, entry: ToolEntry, reason: str) -> ToolExecutionOutcome:
     tool = f"tool {entry.name!r} {entry.candidate.version}"
+    if reason == "control_stale":  # nothing this host knows of the shared control plane can be trusted now
+        message = f"the catalog control plane has not been reached recently enough to run {tool}"
+        return _fail(execution, Codes.UNAVAILABLE, message, reason)
     tenant = None if execution.context is None else execution.context.tenant_id
     message = _REFUSALS[reason].format(tool=tool, tenant=tenant)
     return _fail(execution, Codes.DENIED, f"re-authorization refused the call: {message}", reason)
@@ -367,7 +371,8 @@ class CallPipeline:
         principal's scopes now (UNAVAILABLE ``authority_unavailable`` if it
         fails) and re-authorizes the binding: DENIED with the reason
         (``tool_disabled``, ``tool_retired``, ``tenant_denied``,
-        ``scope_revoked``, ``deny_rule``, ``stale_binding``).
+        ``scope_revoked``, ``deny_rule``, ``stale_binding``, ``kill_switch``); a host
+        whose view of an attached control plane is too old: UNAVAILABLE ``control_stale``.
         """
         view = self._view
         context = execution.context
