@@ -238,3 +238,16 @@ def test_the_porting_guide_shows_the_ported_file_s_imports() -> None:
     source = PORTED.read_text(encoding="utf-8")
     (shared,) = re.findall(r"They share these imports and one schema:\n\n```python\n(.*?)^```$", page, re.S | re.M)
     assert shared.strip() in source
+
+
+def test_the_telemetry_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Telemetry", "python", DOCS / "pipeline.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "tether.body None None None UNSET",
+        "execute_tool add c1 body None UNSET",
+        "execute_tool add c2 guard DENIED ERROR",
+        "execute_tool mul c3 resolve UNKNOWN_TOOL ERROR",
+        "agent step None None None UNSET",
+    ]

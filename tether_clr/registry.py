@@ -76,7 +76,7 @@ class ToolRegistry:
     before it is abandoned (:attr:`abandoned_bodies`). See docs/pipeline.md.
 
     ``instrumentation``: what observes every call (an ``execute_tool`` span and
-    the tool metrics; docs/telemetry.md). ``"auto"``, the default, is the
+    the tool metrics; docs/pipeline.md#telemetry). ``"auto"``, the default, is the
     process's default instrumentation, :mod:`tether_clr.telemetry` whenever
     ``opentelemetry-api`` is importable (found through this package's entry
     point, never imported by the core), recording only while the host has

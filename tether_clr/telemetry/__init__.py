@@ -5,7 +5,7 @@ On by default: every :class:`~tether_clr.ToolRegistry` finds
 :func:`default_instrumentation` through this package's entry point (the core
 never imports this package) and records whenever the host has configured a
 tracer or meter provider. :func:`instrument` opts in to recording arguments
-and results; see ``docs/telemetry.md``.
+and results; see ``docs/pipeline.md#telemetry``.
 """
 
 from __future__ import annotations
