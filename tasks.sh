@@ -7,7 +7,7 @@
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up its own virtualenv, .venv-bench (the bench extra: the peers, and psycopg), then run
 #                      the benchmarks and rewrite the tables in docs/benchmarks.md; the MCP server's
-#                      (benchmarks/mcp_server.py, needs mcp 2.x) runs last in .venv, its test extra ensured first
+#                      (benchmarks/mcp_server.py, needs mcp 2.x) and telemetry's run last in .venv, its test extra ensured first
 #   ./tasks.sh setup [EXTRAS]  only set up .venv (EXTRAS: the package extras, default test; e.g. test,postgres)
 #
 # Set-up is idempotent: a .NET runtime and compiler (Debian's mono-devel when no
@@ -114,6 +114,14 @@ wheel_smoke() {
     (cd "$work" && env -u TETHER_SOURCE_ROOT TETHER_CLR_RUNTIME="$runtime" DOTNET_ROOT="$root" \
       TETHER_CACHE_DIR="$work/cache" "$work/venv/bin/python" "$ROOT/.ci/smoke_wheel.py")
   done
+  # The test kit as a user installs it (issue 19): the wheel's testing extra, and the sample
+  # examples/test_kit_sample.py run by pytest outside the checkout, its fixtures from the plugin.
+  say "wheel smoke test: the testing extra and examples/test_kit_sample.py"
+  local wheel; wheel="$(ls "$work"/dist/*.whl)"
+  "$work/venv/bin/python" -m pip install -q "$wheel[testing,postgres]" trio
+  cp -r "$ROOT/examples" "$work/examples"
+  (cd "$work" && env -u TETHER_SOURCE_ROOT PYTHONPATH="$work" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
+    examples/test_kit_sample.py) || { say "wheel smoke test: the test kit's sample fails from the wheel"; return 1; }
   rm -rf "$work"
 }
 
@@ -199,6 +207,8 @@ case "$cmd" in
          "$PY" benchmarks/peers.py --write-docs
          # tether_clr.mcp needs mcp 2.x, which .venv-bench's peers cannot share: back to the test virtualenv
          VENV="${TETHER_VENV:-$ROOT/.venv}"; PY="$VENV/bin/python"; ensure_venv test
-         "$PY" benchmarks/mcp_server.py --write-docs ;;
+         "$PY" benchmarks/mcp_server.py --write-docs
+         # the OpenTelemetry SDK (recording provider, in-memory exporter) is in the test extra
+         "$PY" benchmarks/telemetry.py --write-docs ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac

@@ -8,6 +8,7 @@
 // crosses pythonnet more cheaply than an object.
 using System;
 using System.Collections.Concurrent;
+using System.Reflection;
 using System.Threading;
 using System.Threading.Tasks;
 
@@ -20,6 +21,8 @@ namespace Tether.Bridge
     {
         Task<string> InvokeAsync(string argumentsJson, CancellationToken token);
         bool IsArgumentError(Exception error);
+        // The assembly the tool's code lives in: the DiagnosticSource it binds is found from it (Tracing.cs).
+        Assembly ToolAssembly { get; }
     }
 
     public sealed class PendingCall
@@ -48,6 +51,38 @@ namespace Tether.Bridge
         public static void Start(IJsonFunction function, string argumentsJson, int fd, bool cancelled)
         {
             if (function == null) throw new ArgumentNullException("function");
+            Begin(function, argumentsJson, fd, cancelled, null);
+        }
+
+        // Start, with the tool invoked under an Activity whose parent is the W3C trace context
+        // `traceParent` / `traceState` (Tracing.cs). True when the tool got that parent; false when
+        // the call started without one (no System.Diagnostics.DiagnosticSource for this tool, or a
+        // header it refused).
+        public static bool StartTraced(IJsonFunction function, string argumentsJson, int fd, bool cancelled, string traceParent, string traceState)
+        {
+            if (function == null) throw new ArgumentNullException("function");
+            var api = ActivityParent.For(function.ToolAssembly);
+            ActivityParent.Carrier carrier = null;
+            if (api != null)
+            {
+                try { carrier = api.Enter(traceParent, traceState); }
+                catch (Exception) { carrier = null; } // a malformed header, a listener that throws: no parent
+            }
+            try { Begin(function, argumentsJson, fd, cancelled, carrier); }
+            catch
+            {
+                if (carrier != null) carrier.Stop();
+                throw;
+            }
+            finally
+            {
+                if (carrier != null) carrier.Leave(); // this thread's Activity.Current as it was
+            }
+            return carrier != null;
+        }
+
+        static void Begin(IJsonFunction function, string argumentsJson, int fd, bool cancelled, ActivityParent.Carrier carrier)
+        {
             var call = new PendingCall(function);
             if (!InFlight.TryAdd(fd, call)) throw new InvalidOperationException("a call already signals on descriptor " + fd);
             if (cancelled) call._source.Cancel();
@@ -56,7 +91,11 @@ namespace Tether.Bridge
             catch (Exception error) { task = Completion.Faulted(error); }
             call._task = task ?? Completion.Faulted(new InvalidOperationException("the tool returned no task"));
             call._task.ContinueWith(
-                delegate(Task<string> _) { Posix.Signal(fd); },
+                delegate(Task<string> _)
+                {
+                    if (carrier != null) carrier.Stop();
+                    Posix.Signal(fd);
+                },
                 CancellationToken.None,
                 TaskContinuationOptions.ExecuteSynchronously,
                 TaskScheduler.Default);

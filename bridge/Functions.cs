@@ -118,6 +118,8 @@ namespace Tether.Bridge
             return message.Substring(0, path) + (where == " Path: $" ? "" : where + ".");
         }
 
+        public Assembly ToolAssembly { get { return _method.DeclaringType == null ? _method.Module.Assembly : _method.DeclaringType.Assembly; } }
+
         public Task<string> InvokeAsync(string argumentsJson, CancellationToken token)
         {
             object[] values;
@@ -205,6 +207,12 @@ namespace Tether.Bridge
         public bool IsConcurrencySafe { get; private set; }
         public bool RequiresApproval { get; private set; }
         public MethodInfo UnderlyingMethod { get; private set; }
+
+        // The tool's own code: the method MEAI wraps (a lambda's closure lives there too), else the function's type.
+        public Assembly ToolAssembly
+        {
+            get { return UnderlyingMethod != null && UnderlyingMethod.DeclaringType != null ? UnderlyingMethod.DeclaringType.Assembly : _function.GetType().Assembly; }
+        }
 
         // Always "System.Text.Json": the bridge parses the arguments with it, and MEAI binds each value.
         public string ArgumentBinder { get { return SystemTextJson.BinderName; } }

@@ -92,7 +92,7 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
 def test_the_benchmark_sections_live_in_docs_benchmarks() -> None:
     scripts = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "benchmarks").glob("*.py"))
     sections = set(re.findall(r'publish\("(\w+)"', scripts)) | set(re.findall(r'^SECTION = "(\w+)"', scripts, re.M))
-    assert sections == {"pipeline", "catalog", "stores", "clr", "peers", "mcp"}
+    assert sections == {"pipeline", "catalog", "stores", "clr", "peers", "mcp", "telemetry"}
     page = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
     readme = README.read_text(encoding="utf-8")
     for name in sections:
@@ -102,7 +102,7 @@ def test_the_benchmark_sections_live_in_docs_benchmarks() -> None:
 
 
 def test_the_readme_stays_short() -> None:
-    assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 270
 
 
 def _blocks(section: str, language: str, page: Path = README) -> list[str]:
@@ -186,3 +186,55 @@ def test_the_readme_timeouts_and_retries_example_runs_as_written(tmp_path: Path)
     done = _run(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["101.5 2"]
+
+
+def test_the_test_kit_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Without pytest", "python", DOCS / "testing.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['call_declared c1', 'outcome_ready c1 ok', 'call_declared c2', 'approval_decided c2 rejected', 'outcome_ready c2 DENIED']"
+    ]
+
+
+PORTED = ROOT / "tests" / "porting" / "test_tool_pipeline_tests.py"
+TOOL_PIPELINE_TESTS = [
+    "Unknown_invalid_and_throwing_calls_have_stable_failures",
+    "Pre_waterfall_short_circuits_and_ask_fails_closed_without_approval",
+    "Post_waterfall_replaces_or_blocks_the_settled_value",
+    "Result_policy_failure_is_awaited_before_sink_and_telemetry",
+    "Result_policy_failure_runs_terminal_cleanup_for_every_dispatched_call",
+]
+
+
+def _functions(source: str) -> dict[str, str]:
+    """Each top-level test function of ``source``, by name, as its exact text."""
+    import ast
+
+    lines = source.splitlines()
+    return {
+        node.name: "\n".join(lines[node.lineno - 1 - len(node.decorator_list):node.end_lineno])
+        for node in ast.parse(source).body
+        if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name.startswith("test_")
+    }
+
+
+@pytest.mark.parametrize("csharp", TOOL_PIPELINE_TESTS)
+def test_the_porting_guide_shows_each_ported_test_exactly_as_it_runs(csharp: str) -> None:
+    """docs/porting.md puts each C# name next to its Python test, and shows that test as it is in tests/porting/."""
+    page = (DOCS / "porting.md").read_text(encoding="utf-8")
+    python = f"test_{csharp.lower()}"
+    function = _functions(PORTED.read_text(encoding="utf-8"))[python]
+    assert f'"""C#: {csharp}"""' in function
+    assert f"| `{csharp}` | [`{python}`](#{csharp.lower()}) |" in page
+    start = page.index(f"\n### {csharp}\n")
+    end = page.find("\n### ", start + 1)
+    (shown,) = re.findall(r"^```python\n(.*?)^```$", page[start:end if end != -1 else len(page)], re.S | re.M)
+    assert shown.rstrip("\n") == function
+
+
+def test_the_porting_guide_shows_the_ported_file_s_imports() -> None:
+    page = (DOCS / "porting.md").read_text(encoding="utf-8")
+    source = PORTED.read_text(encoding="utf-8")
+    (shared,) = re.findall(r"They share these imports and one schema:\n\n```python\n(.*?)^```$", page, re.S | re.M)
+    assert shared.strip() in source

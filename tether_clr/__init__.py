@@ -38,6 +38,7 @@ from tether_clr.catalog.registration import (
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
 from tether_clr.control.postgres import PostgresCatalogControl
 from tether_clr.control.sqlite import SqliteCatalogControl
+from tether_clr.execution.instrumentation import BatchObserver, CallObserver, Instrumentation
 from tether_clr.execution.ports import (
     ApprovalProvider,
     Declaration,
@@ -54,6 +55,7 @@ from tether_clr.foundations.cancellation import (
 )
 from tether_clr.foundations.canonical import schema_hash
 from tether_clr.foundations.children import ChildCalls, current_child_calls
+from tether_clr.foundations.trace_context import TraceContext, current_trace_context, lend_trace_context
 from tether_clr.foundations.compatibility import (
     CompatibilityMode,
     CompatibilityReport,
@@ -144,9 +146,11 @@ __all__ = [
     "ArgumentLimits",
     "AuthorityUnavailableError",
     "BatchAbortedError",
+    "BatchObserver",
     "BatchOutcomes",
     "BatchSuspended",
     "CATALOG_FAILURE_REASONS",
+    "CallObserver",
     "CancellationSource",
     "CancellationToken",
     "CapabilityQuery",
@@ -177,6 +181,7 @@ __all__ = [
     "ImagePart",
     "InMemoryToolLog",
     "IncompatibleSchemaError",
+    "Instrumentation",
     "InvariantViolation",
     "JsonConversionError",
     "KillSwitch",
@@ -235,6 +240,7 @@ __all__ = [
     "ToolSchemaSnapshot",
     "ToolStatus",
     "ToolsChangedEvent",
+    "TraceContext",
     "VersionRange",
     "assemble_catalog",
     "assembly_digest",
@@ -243,7 +249,9 @@ __all__ = [
     "check_compatibility",
     "current_child_calls",
     "current_declaration",
+    "current_trace_context",
     "describe_exception",
+    "lend_trace_context",
     "log_violations",
     "parse_version",
     "reauthorize",

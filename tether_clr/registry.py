@@ -16,7 +16,7 @@ and are repeated on each method so ``help(ToolRegistry)`` is the whole tour.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tether_clr.catalog.attachment import ControlAttachment
 from tether_clr.catalog.authority import Authority
@@ -34,8 +34,10 @@ from tether_clr.catalog.registration import (
 from tether_clr.catalog.search import ToolSearch, search_result_text
 from tether_clr.catalog.store import ToolCatalog
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
-from tether_clr.execution.batch import BatchRun, ResumePoint
+from tether_clr.execution.batch import BatchRun
+from tether_clr.execution.resumption import ResumePoint
 from tether_clr.execution.grouping import Classifier, classify_reading
+from tether_clr.execution.instrumentation import Instrumentation, discovered_instrumentation
 from tether_clr.execution.invariants import check_invariants
 from tether_clr.execution.listeners import Listeners, ListenerSnapshot
 from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
@@ -73,6 +75,14 @@ class ToolRegistry:
     how long a timed-out body that ignores its cancellation is still waited for
     before it is abandoned (:attr:`abandoned_bodies`). See docs/pipeline.md.
 
+    ``instrumentation``: what observes every call (an ``execute_tool`` span and
+    the tool metrics; docs/telemetry.md). ``"auto"``, the default, is the
+    process's default instrumentation, :mod:`tether_clr.telemetry` whenever
+    ``opentelemetry-api`` is importable (found through this package's entry
+    point, never imported by the core), recording only while the host has
+    configured a tracer or meter provider; ``None`` turns it off for this
+    registry. Settable later through :attr:`instrumentation`.
+
     Layers: the global layer and one per scope. A layer holds one registration
     per (model name, version): several versions of a tool may live side by
     side, and the assembly picks one per request.
@@ -81,6 +91,7 @@ class ToolRegistry:
     def __init__(
         self, *, invariant_policy: bool = True, argument_limits: ArgumentLimits | None = None,
         default_timeout: float | None = None, timeout_grace: float = 5.0, max_child_depth: int = 4,
+        instrumentation: Instrumentation | Literal["auto"] | None = "auto",
     ) -> None:
         if isinstance(max_child_depth, bool) or not isinstance(max_child_depth, int) or max_child_depth < 0:
             raise ValueError(f"max_child_depth must be a non-negative int, got {max_child_depth!r}")
@@ -89,6 +100,9 @@ class ToolRegistry:
         self._timeouts = Timeouts(default_timeout, timeout_grace)
         self._listeners = Listeners()
         self.approval: ApprovalProvider | None = None
+        self.instrumentation: Instrumentation | None = (
+            discovered_instrumentation() if instrumentation == "auto" else instrumentation
+        )
         self.invariant_policy: Registration | None = (
             self.register_result_policy(None, check_invariants) if invariant_policy else None
         )
@@ -313,6 +327,7 @@ class ToolRegistry:
         return BatchRun(
             calls, self._own(view), self._listeners.snapshot(), self.approval if approval is None else approval,
             max_parallelism, sink, cancellation, resume, self._classifier(), self._timeouts, max_child_depth=self.max_child_depth,
+            instrumentation=self.instrumentation,
         )
 
     async def execute_batch(

@@ -11,9 +11,10 @@ stores; their fixtures are in ``tests/recording/session/conftest.py``),
 ``tests.support.scripted_endpoint`` (a scripted OpenAI- or Anthropic-compatible endpoint on
 127.0.0.1, for the round trips and docs/projections.md's examples),
 ``tests.support.projection_tools`` (the projection tests' tools, provider replies and SDK checks),
+``tests.support.telemetry`` (the OpenTelemetry SDK recording in memory, for tests/telemetry),
 and the child processes the tests start as ``sys.executable -m tests.support.<name>``
 with the repository root as working folder and on ``PYTHONPATH`` (``session_child``,
-``session_resume_child``, ``sink_child``).
+``session_resume_child``, ``sink_child``, ``telemetry_child``).
 """
 
 from __future__ import annotations

@@ -1,60 +1,31 @@
-"""Both session stores for parametrized tests: SQLite in a temporary folder, PostgreSQL from ``$TETHER_POSTGRES_DSN``.
+"""The session stores of the tests, on the test kit (``tether_clr.testing.stores``).
 
-The fixtures (``kind``, ``spec``, ``store``) are in ``tests/recording/session/conftest.py``.
-
-Without a reachable server the PostgreSQL cases skip, saying why, unless
+The fixtures (``kind``, ``spec``, ``store``) are in ``tests/recording/session/conftest.py``,
+aliases of the kit's ``session_store_kind``, ``session_store_location`` and ``session_store``:
+SQLite in a temporary folder, PostgreSQL (when ``$TETHER_POSTGRES_DSN`` is set) in a throw-away
+schema per test. Without a reachable server the PostgreSQL cases skip, saying why, unless
 ``TETHER_REQUIRE_POSTGRES=1`` (CI), where they fail.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
-from pathlib import Path
 from typing import Any
 
-import pytest
 from tether_clr.recording.session.sql_store import SqlSessionStore
+from tether_clr.testing.plugin import postgres_dsn_or_skip as postgres_dsn
+from tether_clr.testing.stores import open_session_store
 
-from tether_clr import PostgresSessionStore, SqliteSessionStore
-
-STORES = ["sqlite", "postgres"]
-
-
-def postgres_dsn() -> str:
-    """The DSN of the test server, or skip (fail under TETHER_REQUIRE_POSTGRES=1) saying why."""
-    dsn = os.environ.get("TETHER_POSTGRES_DSN")
-    reason = None
-    if not dsn:
-        reason = "no PostgreSQL server: set TETHER_POSTGRES_DSN (./tasks.sh test and .ci/run start one)"
-    else:
-        try:
-            import psycopg
-
-            psycopg.connect(dsn, connect_timeout=5).close()
-        except Exception as exc:  # any failure to reach it is a reason to skip, stated
-            reason = f"PostgreSQL at TETHER_POSTGRES_DSN is unreachable: {exc}"
-    if reason is not None:
-        if os.environ.get("TETHER_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"TETHER_REQUIRE_POSTGRES=1 but {reason}")
-        pytest.skip(reason)
-    assert dsn is not None
-    return dsn
-
-
-def store_spec(kind: str, tmp_path: Path) -> str:
-    """What a child process needs to open the same store: a file path or a DSN."""
-    return str(tmp_path / "session.sqlite") if kind == "sqlite" else postgres_dsn()
+__all__ = ["expire_lease", "new_session", "open_store", "postgres_dsn"]
 
 
 def open_store(kind: str, spec: str, **options: Any) -> SqlSessionStore:
-    if kind == "sqlite":
-        return SqliteSessionStore(spec, **options)
-    return PostgresSessionStore(spec, **options)
+    """The store of ``kind`` at ``spec`` (a file path or a DSN), as a child process opens it again."""
+    return open_session_store(kind, spec, **options)  # type: ignore[arg-type]
 
 
 def new_session() -> str:
-    """A fresh session id: the PostgreSQL database is shared by every test."""
+    """A fresh session id, for tests that open several sessions in one store."""
     return f"s-{uuid.uuid4().hex}"
 
 

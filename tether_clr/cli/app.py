@@ -1,5 +1,5 @@
 """The ``tether-clr`` command line (click): ``run``, ``approve``, ``log show``, ``log verify``, ``log repair``,
-``mcp serve``.
+``mcp serve``, ``parity``.
 
 Exit codes of ``run`` and ``approve``: 0 when the script ran to its end,
 whatever the tools' outcomes (a failed call is an outcome, recorded and shown);
@@ -8,13 +8,17 @@ terminal: the command that decides it is printed); 1 on an infrastructure
 fault (the session store, a result policy, a .NET runtime that cannot load);
 2 on bad usage (a missing or malformed script, a ``--tools`` value that cannot
 be imported or registered, an unknown option, a call that is not parked).
+
+``parity`` exits 0 when every difference from Microsoft.Extensions.AI's own
+invoker is deliberate (or accepted with ``--expect``), 1 on an unexpected
+difference or an infrastructure fault, 2 on bad usage (no such assembly, a
+malformed calls.json).
 """
 
 from __future__ import annotations
 
 import functools
 import getpass
-import os
 import re
 import shlex
 import signal
@@ -33,8 +37,10 @@ from rich.console import Console
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
+from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
+from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
 from tether_clr.foundations.text import describe_exception
 from tether_clr.recording.session.events import TURN_START, SessionEvent
 from tether_clr.recording.session.grant_checks import stored_grant_events
@@ -190,10 +196,7 @@ def run(
         raise click.UsageError(str(exc)) from exc
     registry.approval = approver_for(approve, console, interactive=sys.stdin.isatty())  # type: ignore[arg-type]
     session = session_id or f"run-{uuid.uuid4().hex[:12]}"
-    settings = RunSettings(
-        str(Path(script).resolve()), tool_specs, tuple(str(Path(a).resolve()) for a in assemblies), os.getcwd(),
-        context.tenant_id, context.principal_id, tuple(sorted(context.scopes)), approve, max_parallelism,
-    )
+    settings = RunSettings.of(script, tool_specs, assemblies, context, approve, max_parallelism)
     console.print(f"session [bold]{session}[/bold] in {db}: {len(parsed.turns)} turn(s), {parsed.call_count} call(s); "
                   f"tools: {', '.join(sorted(set(names))) or 'none'}; approvals: {approve}")
     with _store(db) as store:
@@ -512,6 +515,33 @@ def _serve_http(make_app: Callable[[], Any], host: str, port: int, path: str, to
 
 def _stopped(_signum: int, _frame: Any) -> None:
     """A stop signal, once the server has shut down: nothing left to do."""
+
+
+@cli.command()
+@click.argument("assembly", metavar="Tools.dll", type=click.Path(dir_okay=False))
+@click.argument("calls_path", metavar="calls.json", type=click.Path(dir_okay=False))
+@click.option("--meai-dir", default=None, metavar="DIR",
+              help="the Microsoft.Extensions.AI assemblies to run FunctionInvokingChatClient from (default: $TETHER_MEAI_DIR).")
+@click.option("--expect", "expected", multiple=True, metavar="CALL_ID",
+              help="accept this call's difference (repeatable); exit 1 if it does not differ.")
+@click.option("--backend", type=click.Choice(["asyncio", "trio"]), default="asyncio", show_default=True)
+def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple[str, ...], backend: str) -> None:
+    """Run calls.json through Microsoft.Extensions.AI's FunctionInvokingChatClient and through tether_clr with the
+    assembly's functions; print the comparison (docs/csharp-tools.md (Parity)). Exit 1 on an unexpected difference."""
+    if not Path(assembly).is_file():
+        raise click.UsageError(f"no assembly at {assembly!r}")
+    try:
+        calls = load_parity_calls(calls_path)
+    except ParityCallsError as exc:
+        raise click.UsageError(str(exc)) from exc
+    report = _run_async(functools.partial(run_parity, Path(assembly), calls, meai_dir=meai_dir), backend=backend).accepting(expected)
+    console = _console()
+    title = f"parity: {Path(assembly).name}, {len(calls)} call(s)" + (f" on {report.runtime}" if report.runtime else "")
+    console.print(parity_table(report, title))
+    for line in report.notes():
+        console.print(line, markup=False)
+    if not report.ok:
+        sys.exit(EXIT_FAULT)
 
 
 def main(argv: list[str] | None = None) -> None:

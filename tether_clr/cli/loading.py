@@ -29,7 +29,7 @@ from typing import Any
 from tether_clr.registry import ToolRegistry
 from tether_clr.tools.python_function import PythonFunction
 
-__all__ = ["ToolSpecError", "load_assembly_tools", "load_python_tools", "resolve_attribute"]
+__all__ = ["ToolSpecError", "load_assembly_tools", "load_python_tools", "register_value", "resolve_attribute"]
 
 
 class ToolSpecError(ValueError):
@@ -78,7 +78,15 @@ def load_python_tools(registry: ToolRegistry, spec: str) -> list[str]:
     :class:`ToolSpecError` when the module or attribute is missing, an item is
     neither a tool nor a callable, or the registry refuses a tool.
     """
-    value = resolve_attribute(spec)
+    return register_value(registry, resolve_attribute(spec), spec)
+
+
+def register_value(registry: ToolRegistry, value: Any, spec: str) -> list[str]:
+    """Register what a ``--tools`` attribute holds (a list of tools or callables, a tool, or a function taking
+    the registry); returns the names registered. ``spec`` names the value in a :class:`ToolSpecError`.
+
+    :func:`tether_clr.testing.replay` registers the objects a test passes through here, as the command does.
+    """
     try:
         if isinstance(value, list | tuple):
             return [name for item in value for name in _register_one(registry, item, spec)]

@@ -18,8 +18,10 @@ suspends the run: :attr:`RunResult.suspended` says where, and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -57,6 +59,17 @@ class RunSettings:
     scopes: tuple[str, ...]
     approve: str
     max_parallelism: int
+
+    @classmethod
+    def of(
+        cls, script: str | Path, tools: Sequence[str], assemblies: Sequence[str | Path], context: RequestContext,
+        approve: str, max_parallelism: int,
+    ) -> RunSettings:
+        """The settings of a run started here: paths made absolute, ``cwd`` the current directory."""
+        return cls(
+            str(Path(script).resolve()), tuple(tools), tuple(str(Path(a).resolve()) for a in assemblies), os.getcwd(),
+            context.tenant_id, context.principal_id, tuple(sorted(context.scopes)), approve, max_parallelism,
+        )
 
     def note(self, script_turn: int) -> dict[str, Any]:
         return {_NOTE_KEY: {**asdict(self), "script_turn": script_turn}}

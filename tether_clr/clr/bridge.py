@@ -36,7 +36,8 @@ def bridge() -> Any:
                 TaskBridge=Bridge.TaskBridge,
                 # Looked up once: on Mono a pythonnet attribute lookup costs as much as the call.
                 calls=SimpleNamespace(
-                    start=Bridge.PendingCall.Start, finish=Bridge.PendingCall.Finish, cancel=Bridge.PendingCall.Cancel
+                    start=Bridge.PendingCall.Start, finish=Bridge.PendingCall.Finish, cancel=Bridge.PendingCall.Cancel,
+                    start_traced=Bridge.PendingCall.StartTraced,
                 ),
                 Discovery=Bridge.Discovery,
                 DescribedFunction=Bridge.DescribedFunction,

@@ -201,6 +201,7 @@ _MEAI_REFERENCES = (
     "Microsoft.Extensions.AI.dll",
     "System.Text.Json.dll",
     "Microsoft.Bcl.AsyncInterfaces.dll",
+    "System.Diagnostics.DiagnosticSource.dll",  # TracedTools: a tool's own ActivitySource
 )
 
 

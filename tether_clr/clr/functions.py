@@ -62,6 +62,8 @@ class ClrFunction:
     values are then bound by MEAI with its own serializer options.
     """
 
+    language = "dotnet"  # what tether_clr.telemetry reports as tether.tool.language
+
     def __init__(self, handle: Any, kind: Literal["method", "aifunction"]) -> None:
         self._handle = handle
         self.kind = kind

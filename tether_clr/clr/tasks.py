@@ -17,6 +17,13 @@ running behind the pipeline's back.
 The pipes are reused: one is taken per call in flight and put back once its
 byte has been read, so a pipe goes back only when the .NET side is done with it.
 
+A call the Python side traces (:mod:`tether_clr.foundations.trace_context` holds
+the body span's W3C trace context) starts through ``PendingCall.StartTraced``,
+which invokes the tool under an ``Activity`` with that parent
+(``bridge/Tracing.cs``), so the tool's own ``ActivitySource`` spans join the
+trace. Where the tool's runtime has no System.Diagnostics.DiagnosticSource, the
+call runs all the same and a warning says so, once per process.
+
 One exception to the drain: a timed call whose body ignored its cancelled token
 past the grace period is *abandoned* (:mod:`tether_clr.foundations.abandonment`):
 the wait ends, and a Python thread of its own waits for the body's byte, then
@@ -40,6 +47,7 @@ from tether_clr.foundations.cancellation import (
     OperationCancelledError,
 )
 from tether_clr.foundations.errors import ToolArgumentError, ToolError
+from tether_clr.foundations.trace_context import current_trace_context
 
 __all__ = ["call_dotnet_json"]
 
@@ -52,6 +60,22 @@ _FAILURES = {
 }
 
 logger = logging.getLogger("tether_clr")
+
+_told_no_activity = False
+
+
+def _no_activity_parent(function: Any) -> None:
+    """Say once per process that a traced .NET call could not be handed its trace context."""
+    global _told_no_activity
+    if _told_no_activity:
+        return
+    _told_no_activity = True
+    logger.warning(
+        "System.Diagnostics.DiagnosticSource cannot be loaded for .NET tool %r: it runs without the caller's "
+        "trace context, so the spans it emits itself start traces of their own (put the assembly beside the "
+        "tool, or in a probe folder, to join the trace); said once",
+        str(getattr(function, "Name", "?")),
+    )
 
 
 class _SignalPipes:
@@ -146,11 +170,18 @@ async def call_dotnet_json(calls: Any, function: Any, arguments_json: str, cance
         except UnicodeEncodeError as exc:
             raise ToolArgumentError(f"arguments are not valid Unicode text (a lone surrogate at {exc.start})") from None
     read_end, write_end = pipe = _pipes.take()
+    trace = current_trace_context()
+    handed = True
     try:
-        calls.start(function, arguments_json, write_end, cancellation.is_cancelled)
+        if trace is None:
+            calls.start(function, arguments_json, write_end, cancellation.is_cancelled)
+        else:
+            handed = calls.start_traced(function, arguments_json, write_end, cancellation.is_cancelled, trace.traceparent, trace.tracestate)
     except BaseException:
         _pipes.put_back(pipe)  # refused before the call started: nothing will write to it
         raise
+    if not handed:
+        _no_activity_parent(function)
     cancel = calls.cancel
     link = cancellation.register(lambda: cancel(write_end)) if cancellation.can_be_cancelled else None
     signalled = False

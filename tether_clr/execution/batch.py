@@ -40,8 +40,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -57,10 +57,13 @@ from tether_clr.execution.grants import GrantingApproval
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.hooks import HookSet, RecordingApproval
 from tether_clr.execution.inputs import validate_batch
+from tether_clr.execution.instrumentation import Instrumentation
 from tether_clr.execution.listeners import ListenerSnapshot
+from tether_clr.execution.observing import ObservedBatch, observe_batch
 from tether_clr.execution.pipeline import CallPipeline
-from tether_clr.execution.pool import Pool, Slot, Worker
+from tether_clr.execution.pool import Pool, Slot, Worker, not_dispatched
 from tether_clr.execution.ports import ApprovalProvider, Declaration, ToolCallSink, declaring, told
+from tether_clr.execution.resumption import ResumePoint, already_approved
 from tether_clr.execution.retries import run_attempts
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.cancellation import CancellationSource, CancellationToken
@@ -72,30 +75,9 @@ from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOu
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import BatchSuspended, PendingApproval
 
-__all__ = ["BatchRun", "ResumePoint"]
+__all__ = ["BatchRun"]
 
 logger = logging.getLogger("tether_clr")
-
-
-@dataclass(frozen=True, slots=True)
-class ResumePoint:
-    """Where a resumed step picks up (built from the session log by :mod:`tether_clr.session.resume`).
-
-    ``offset``: the position, in the model's proposal, of the first call passed
-    to the run (the first parked one); declarations then carry their proposal
-    positions. ``declared``: positions already recorded as ``tool/call``, not
-    declared to the sink again. ``decided``: position -> the decision taken
-    while the step was suspended, which answers that call's approval step.
-    ``prior``: the outcomes the step delivered before it was suspended, in
-    model order; the run returns them followed by its own. ``prior_contexts``:
-    the additional contexts recorded with those outcomes, in their order.
-    """
-
-    offset: int
-    declared: frozenset[int] = frozenset()
-    decided: Mapping[int, ApprovalResult] = field(default_factory=dict)
-    prior: tuple[ToolExecutionOutcome, ...] = ()
-    prior_contexts: tuple[str, ...] = ()
 
 
 class BatchRun:
@@ -105,7 +87,8 @@ class BatchRun:
     ``classify`` replaces the built-in grouping (a registry subclass's
     ``classify``); ``resume`` continues a suspended step; ``timeouts``: the registry's. Bodies may make child
     calls (:mod:`tether_clr.execution.children`) up to ``max_child_depth`` deep;
-    ``origin`` is set for a child's own one-call run.
+    ``origin`` is set for a child's own one-call run. ``instrumentation``: the registry's
+    (:mod:`tether_clr.execution.instrumentation`), asked once when the batch runs.
     """
 
     def __init__(
@@ -123,10 +106,12 @@ class BatchRun:
         *,
         max_child_depth: int = 4,
         origin: ChildOrigin | None = None,
+        instrumentation: Instrumentation | None = None,
     ) -> None:
         validate_batch(calls, view, max_parallelism)
         self._listeners, self._provider, self._max_child_depth, self._origin = listeners, approval, max_child_depth, origin
-        self._timeouts = timeouts
+        self._timeouts, self._instrumentation = timeouts, instrumentation
+        self._observed: ObservedBatch | None = None  # set when the batch runs, if something records
         self._classify = classify
         self._calls = calls
         self._view = view
@@ -196,6 +181,8 @@ class BatchRun:
         # anything is declared.
         await anyio.lowlevel.checkpoint()
         hooks = self._hooks
+        observed = self._observed = observe_batch(self._instrumentation, self._view)
+        error: BaseException | None = None
         if hooks is not None and self._resume is None:  # a resumed step was started long ago
             await hooks.batch_started(self._calls)  # raises SinkError before anything ran
         try:
@@ -217,8 +204,13 @@ class BatchRun:
             if self._parked:
                 return BatchSuspended(tuple(self._delivered), tuple(self._parked), tuple(self._contexts))
             return BatchOutcomes(self._delivered, self._contexts)
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             self._source.close()
+            if observed is not None:  # the calls that were not delivered: parked, or stopped by ``error``
+                observed.finished(error)
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
                 with anyio.CancelScope(shield=True):
                     try:
@@ -251,10 +243,12 @@ class BatchRun:
         try:
             await self._record_approval(None if self._hooks is None else self._hooks.decided, execution, decision, "decision")
         except SinkError:  # the batch is aborting: the call does not run
-            slot.finish(_not_dispatched(execution, self._token))
+            slot.finish(not_dispatched(execution, self._token))
             return False
         if decision is ApprovalResult.APPROVED:
             return True
+        if slot.observed is not None:
+            slot.observed.stage = "approval"
         slot.finish(CallPipeline.refused_by(execution, decision))
         return False
 
@@ -288,7 +282,7 @@ class BatchRun:
                     # body runs (_abort only runs from delivery, later): no token, no cancel scope.
                     await self._dispatch(slot, *target, interruptible=self._caller_can_cancel)
                 else:
-                    slot.finish(_not_dispatched(target[0], self._token))
+                    slot.finish(not_dispatched(target[0], self._token))
             # Delivered inline, with no cancel scope: the outcome is already there, so the
             # deliverer never waits, and only its own faults (which return at once) abort.
             if self._fault is None:
@@ -385,10 +379,10 @@ class BatchRun:
                     if self._fault is None and not pool.flushed:  # durable before the group's first body starts
                         pool.flushed = True
                         if not await self._flush():
-                            waiting[0].finish(_not_dispatched(waiting[1], self._token))
+                            waiting[0].finish(not_dispatched(waiting[1], self._token))
                     if self._fault is not None:  # an infrastructure fault: it is not dispatched
                         if not waiting[0].is_done:
-                            waiting[0].finish(_not_dispatched(waiting[1], self._token))
+                            waiting[0].finish(not_dispatched(waiting[1], self._token))
                     else:
                         pool.in_use += 1
                         pool.enqueue(waiting)
@@ -415,6 +409,8 @@ class BatchRun:
             early = too_deep(execution, origin.depth, self._max_child_depth)
         slot.execution = execution
         slot.entry = entry
+        if self._observed is not None:
+            slot.observed = self._observed.call(execution, entry)
         if self._sink is not None and (self._resume is None or slot.declaration.index not in self._resume.declared):
             try:
                 await told(slot.declaration, self._sink.call_declared, declared)
@@ -431,7 +427,9 @@ class BatchRun:
         execution = slot.execution
         assert execution is not None
         if token.is_cancelled:
-            slot.finish(_not_dispatched(execution, token))
+            if slot.observed is not None:  # cancelled before its first admission stage
+                slot.observed.stage = "pre_execute"
+            slot.finish(not_dispatched(execution, token))
             return None
         self._authorizing = slot.declaration
         decision = None if self._resume is None else self._resume.decided.get(slot.declaration.index)
@@ -441,7 +439,7 @@ class BatchRun:
             slot.finish(early)
             return None
         assert entry is not None
-        refusal = await self._pipeline.authorize(execution, entry, None if decision is None else _already_approved)
+        refusal = await self._pipeline.authorize(execution, entry, None if decision is None else already_approved, slot.observed)
         if refusal is None:
             return execution, entry
         if isinstance(refusal, PendingApproval):
@@ -465,8 +463,10 @@ class BatchRun:
     ) -> None:
         """Re-authorize and run one admitted call; ``worker``: its cancel scope links the body to the token;
         ``pool``: the parallel group's, whose bodies start in model order."""
+        if slot.observed is not None:
+            slot.observed.stage = "authorization"
         if self._token.is_cancelled:
-            slot.finish(_not_dispatched(execution, self._token))
+            slot.finish(not_dispatched(execution, self._token))
             return
         refusal = await self._pipeline.reauthorize(execution, entry)
         if refusal is not None:
@@ -475,7 +475,7 @@ class BatchRun:
         if pool is not None:
             await pool.turn(slot)
             if self._token.is_cancelled:  # while it waited for an earlier call to start
-                slot.finish(_not_dispatched(execution, self._token))
+                slot.finish(not_dispatched(execution, self._token))
                 return
             pool.passed(slot)
         slot.dispatched = True
@@ -493,9 +493,10 @@ class BatchRun:
     ) -> Awaitable[ToolExecutionOutcome]:
         """The execute stage (no coroutine of its own); once per attempt for a tool with a retry policy (execution/retries.py)."""
         if entry.retry is None:
-            return self._pipeline.execute(execution, entry, interruptible, key)
+            return self._pipeline.execute(execution, entry, interruptible, key, slot.observed)
         return run_attempts(
-            self._pipeline, execution, entry, interruptible, key, partial(self._attempted, slot, execution), partial(setattr, slot, "attempts")
+            self._pipeline, execution, entry, interruptible, key, partial(self._attempted, slot, execution),
+            partial(setattr, slot, "attempts"), slot.observed,
         )
 
     async def _attempted(self, slot: Slot, execution: ToolExecution, attempt: int, outcome: ToolExecutionOutcome, again: bool) -> bool:
@@ -541,7 +542,7 @@ class BatchRun:
                 await slot.wait()
             if slot.parked is not None:  # the step is suspended here: nothing after it is delivered
                 return
-            execution, outcome = slot.execution, slot.outcome
+            execution, outcome, observed = slot.execution, slot.outcome, slot.observed
             assert execution is not None and outcome is not None
             contexts: tuple[str, ...] = ()
             if slot.dispatched:
@@ -549,11 +550,15 @@ class BatchRun:
                 if self._origin is not None:  # a child call adds no context
                     contexts = ()
             outcome = self._pipeline.finalize(execution, slot.entry, outcome).with_attempts(slot.attempts)
+            if observed is not None:
+                observed.settled(slot.outcome, outcome)
             if self._audit:
                 await self._audit_call(slot, outcome)
             try:
                 await self._pipeline.enforce_policies(execution, outcome)
             except ResultPolicyError as fault:
+                if observed is not None:  # no outcome: the policy's own exception ends the call
+                    observed.ended(None, fault.__cause__ or fault, "policy")
                 self._abort(fault)
                 return
             if self._sink is not None:
@@ -567,6 +572,8 @@ class BatchRun:
             # Taken up only now: the worker that ran this body admits again only after the result
             # policies (even awaiting ones) let the outcome through and the sink recorded it.
             slot.take_up()
+            if observed is not None:
+                observed.ended(outcome)
             self._delivered.append(outcome)
             self._contexts.extend(contexts)
             await self._pipeline.notify(execution, outcome)
@@ -575,7 +582,7 @@ class BatchRun:
         """One child call of a body of this run, as its own one-call run; a fault there stops this run too."""
         sink = None if self._sink is None else ChildSink(self._sink)
         child = BatchRun([call], self._view, self._listeners, self._provider, 1, sink, token, None, None, self._timeouts,
-                         max_child_depth=self._max_child_depth, origin=origin)
+                         max_child_depth=self._max_child_depth, origin=origin, instrumentation=self._instrumentation)
         try:
             outcomes = await child.run()
         except BatchAbortedError as fault:
@@ -588,13 +595,3 @@ class BatchRun:
         """One :class:`ToolAuditRecord` per call, to every audit listener; their failures are contained."""
         slot.audited = True
         await tell_auditors(self._audit, audit_record(self._view, slot, outcome))
-
-
-async def _already_approved(execution: ToolExecution, reason: str | None) -> ApprovalResult:
-    """Answers the approval step of a resumed call whose APPROVED decision was recorded already."""
-    return ApprovalResult.APPROVED
-
-
-def _not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolExecutionOutcome:
-    reason = token.reason or "cancellation requested"
-    return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")

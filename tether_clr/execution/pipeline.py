@@ -15,6 +15,7 @@ imports the catalog, never the reverse.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -27,6 +28,7 @@ from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.execution.grants import approval_request
 from tether_clr.execution.isolation import foreign_cancellation, in_own_context
 from tether_clr.execution.timeouts import Timeouts, run_timed
+from tether_clr.execution.waterfalls import ContractViolation, post_step, pre_step
 from tether_clr.foundations.arguments import InvalidArgumentsJson, ParsedArguments, read_arguments
 from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
 from tether_clr.foundations.children import context_lending
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from tether_clr.catalog.views import SealedToolCatalogView
     from tether_clr.execution.children import ChildCalling
     from tether_clr.execution.listeners import ListenerKind, ListenerSnapshot
+    from tether_clr.execution.observing import ObservedCall
     from tether_clr.execution.ports import ApprovalProvider
     from tether_clr.records.scope import AgentPipelineScope
 
@@ -157,38 +160,6 @@ class _Uninterruptible:
 _UNINTERRUPTIBLE = _Uninterruptible()
 
 
-class _ContractViolation(Exception):
-    """A listener broke its contract (wrong return type, changed the execution)."""
-
-
-async def _pre_step(chain: tuple[Any, ...], index: int, execution: ToolExecution) -> ToolPreDecision:
-    """Listener ``index`` of a pre-execute waterfall; its ``next`` asks the rest, and past the last one allows."""
-    rest = index + 1 < len(chain)
-
-    async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
-        if same is not None and same != execution:
-            raise _ContractViolation("pre-execute listeners cannot change the execution")
-        return await _pre_step(chain, index + 1, execution) if rest else ToolPreDecision.allow()
-
-    decision = await chain[index](execution, next_)
-    if not isinstance(decision, ToolPreDecision):
-        raise _ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
-    return decision
-
-
-async def _post_step(chain: tuple[Any, ...], index: int, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolPostDecision:
-    """Listener ``index`` of a post-execute waterfall; its ``next`` asks the rest, and past the last one accepts."""
-    rest = index + 1 < len(chain)
-
-    async def next_(*_same: Any) -> ToolPostDecision:
-        return await _post_step(chain, index + 1, execution, outcome) if rest else ToolPostDecision.accept()
-
-    decision = await chain[index](execution, outcome, next_)
-    if not isinstance(decision, ToolPostDecision):
-        raise _ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
-    return decision
-
-
 _STAGE_KINDS: tuple[ListenerKind, ...] = ("pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener")
 
 
@@ -280,7 +251,8 @@ class CallPipeline:
 
     # ---------------------------------------------------------- authorization
     async def authorize(
-        self, execution: ToolExecution, entry: ToolEntry | None = None, decided: ApprovalRequest | None = None
+        self, execution: ToolExecution, entry: ToolEntry | None = None, decided: ApprovalRequest | None = None,
+        observed: ObservedCall | None = None,
     ) -> ToolExecutionOutcome | PendingApproval | None:
         """Pre-execute waterfall, approval, then guards. None means: may dispatch.
 
@@ -293,8 +265,11 @@ class CallPipeline:
         ``decided`` answers the approval step instead of the provider (a resumed
         step: the decision was taken while the step was suspended); the call then
         goes through it even if nothing asks any more, so a decision that was
-        ``REJECTED`` can never be skipped.
+        ``REJECTED`` can never be skipped. ``observed``: the call's instrumentation
+        (:mod:`~tether_clr.execution.observing`), told each stage and the approval wait.
         """
+        if observed is not None:
+            observed.stage = "pre_execute"
         try:
             decision = await self._pre_execute(execution)
         except BaseException as exc:
@@ -310,19 +285,24 @@ class CallPipeline:
         elif entry is not None and _requires_approval(entry, execution):
             reason = f"tool {execution.name!r} requires approval"
         if reason is not None or decided is not None:
-            refusal = await self._approve(execution, reason or None, decided, entry)
+            if observed is not None:
+                observed.stage = "approval"
+            refusal = await self._approve(execution, reason or None, decided, entry, observed)
             if refusal is not None:
                 return refusal
+        if observed is not None:
+            observed.stage = "guard"
         return self._guards(execution)
 
     async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
         chain = self._chain("pre_execute", execution.scope)
         if not chain:  # no waterfall to build: the end of an empty chain allows
             return ToolPreDecision.allow()
-        return await _pre_step(chain, 0, execution)
+        return await pre_step(chain, 0, execution)
 
     async def _approve(
-        self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None, entry: ToolEntry | None = None
+        self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None, entry: ToolEntry | None = None,
+        observed: ObservedCall | None = None,
     ) -> ToolExecutionOutcome | PendingApproval | None:
         asked = f" ({reason})" if reason else ""
         request = decided  # a decision taken while the step was suspended: nobody is asked now
@@ -335,6 +315,8 @@ class CallPipeline:
             request = approval_request(self._approval, entry)  # through the sink's grants, when it holds them
         token = execution.cancellation
         result: Any = None
+        if observed is not None:
+            observed.approval_started()
         with cancel_scope_for(token):
             try:
                 result = await request(execution, reason)
@@ -342,6 +324,9 @@ class CallPipeline:
                 _reraise_unless_contained(exc)
                 logger.warning("approval provider raised for %r", execution.call_id, exc_info=True)
                 return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
+            finally:
+                if observed is not None:
+                    observed.approval_ended()
         if token.is_cancelled:
             return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while waiting for approval")
         result = plain_result(result)  # an "always" answer decides this call as its plain answer does
@@ -422,7 +407,8 @@ class CallPipeline:
         return _fail(execution, Codes.ABORTED, f"cancelled: {execution.cancellation.reason or 'cancellation requested'}")
 
     async def execute(
-        self, execution: ToolExecution, entry: ToolEntry, interruptible: bool = True, key: str | None = None
+        self, execution: ToolExecution, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
+        observed: ObservedCall | None = None,
     ) -> ToolExecutionOutcome:
         """Execute waterfall around the tool body; never raises for tool faults.
 
@@ -436,29 +422,32 @@ class CallPipeline:
         child's key), under which a body that makes child calls keys its children.
         The tool's timeout (:mod:`~tether_clr.execution.timeouts`) runs around the
         body, inside the waterfall: execute listeners see its outcome.
+        ``observed``: the call's instrumentation, told each body (``body`` stage).
         """
+        if observed is not None:
+            observed.stage = "body"
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
-                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key)
+                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key, observed)
             except BaseException as exc:
                 _reraise_unless_contained(exc)
                 return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
         async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
             if index == len(chain):
-                return await self._run_body(dispatch, entry, True, key)
+                return await self._run_body(dispatch, entry, True, key, observed)
 
             async def next_(changed: ToolDispatch | None = None) -> ToolExecutionOutcome:
                 if changed is None:
                     changed = dispatch
                 elif not isinstance(changed, ToolDispatch) or changed.execution is not execution:
-                    raise _ContractViolation("execute listeners may only replace the dispatch's cancellation")
+                    raise ContractViolation("execute listeners may only replace the dispatch's cancellation")
                 return await step(index + 1, changed)
 
             outcome = await chain[index](dispatch, next_)
             if not isinstance(outcome, ToolExecutionOutcome):
-                raise _ContractViolation(f"execute listener returned {type(outcome).__name__}, expected ToolExecutionOutcome")
+                raise ContractViolation(f"execute listener returned {type(outcome).__name__}, expected ToolExecutionOutcome")
             return outcome
 
         try:
@@ -468,7 +457,8 @@ class CallPipeline:
             return _fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
     async def _run_body(
-        self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True, key: str | None = None
+        self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
+        observed: ObservedCall | None = None,
     ) -> ToolExecutionOutcome:
         execution = dispatch.execution
         outcome: ToolExecutionOutcome | None = None
@@ -478,11 +468,11 @@ class CallPipeline:
         linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
         with linked as scope:
             if seconds is None:
-                outcome = await self._invoke(execution, entry, key, dispatch.cancellation)
+                outcome = await self._invoke(execution, entry, key, observed, dispatch.cancellation)
             else:  # a timed body: its own token, cancelled at the deadline (execution/timeouts.py)
                 assert timeouts is not None
                 tokens = (execution.cancellation, dispatch.cancellation)
-                outcome = await run_timed(partial(self._invoke, execution, entry, key), execution, tokens, seconds, timeouts)
+                outcome = await run_timed(partial(self._invoke, execution, entry, key, observed), execution, tokens, seconds, timeouts)
         if outcome is None or scope.cancelled_caught:
             reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return _fail(execution, Codes.ABORTED, f"cancelled: {reason}")
@@ -492,12 +482,13 @@ class CallPipeline:
         return _with_hook_content(execution, outcome, entry.project_content, "project_content")
 
     async def _invoke(
-        self, execution: ToolExecution, entry: ToolEntry, key: str | None, token: CancellationToken
+        self, execution: ToolExecution, entry: ToolEntry, key: str | None, observed: ObservedCall | None, token: CancellationToken
     ) -> ToolExecutionOutcome:
         """The tool body with ``token``, its failures as outcomes; a cancellation of the awaiting task propagates.
 
         A body that makes child calls is lent a handle on ``token`` (so a timeout cancels its children
-        too), closed when the body ends."""
+        too), closed when the body ends. An observed body is told to its instrumentation, with the
+        context copy it runs in (where a span can be made current for the body alone)."""
         lent = None
         if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
             lent = self.children.lend(execution, key, token)
@@ -507,11 +498,17 @@ class CallPipeline:
                 body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, token)
             else:
                 body = entry.tool.invoke(execution.arguments, token)
+            context = None if lent is None else context_lending(lent)
+            if observed is not None:
+                context = contextvars.copy_context() if context is None else context
+                observed.body_started(context)
             try:
-                value = await in_own_context(body, None if lent is None else context_lending(lent))
+                value = await in_own_context(body, context)
             finally:
                 if lent is not None:
                     lent.close()
+                if observed is not None:
+                    observed.body_ended()
         except ToolArgumentError as exc:
             return _fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
         except OperationCancelledError as exc:
@@ -543,7 +540,7 @@ class CallPipeline:
             return outcome, ()
 
         try:
-            decision = await _post_step(chain, 0, execution, outcome)
+            decision = await post_step(chain, 0, execution, outcome)
         except BaseException as exc:
             _reraise_unless_contained(exc)
             return _fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}"), ()

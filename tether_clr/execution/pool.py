@@ -13,12 +13,15 @@ from dataclasses import dataclass
 import anyio
 
 from tether_clr.catalog.entries import ToolEntry
+from tether_clr.execution.observing import ObservedCall
 from tether_clr.execution.ports import Declaration
 from tether_clr.foundations.arguments import ParsedArguments
+from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import PendingApproval
 
-__all__ = ["Admitted", "Pool", "Slot", "Worker"]
+__all__ = ["Admitted", "Pool", "Slot", "Worker", "not_dispatched"]
 
 
 @dataclass(eq=False)
@@ -35,6 +38,7 @@ class Slot:
     parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
     queued: int = -1  # its place among the parallel group's admitted calls, in model order
     attempts: int = 1  # attempts recorded so far (a tool with a retry policy)
+    observed: ObservedCall | None = None  # its instrumentation, when the batch is observed
     # Made only when the deliverer has to wait for this slot: an inline call's outcome is
     # already there when it is delivered, and an anyio Event costs a backend lookup.
     _done: anyio.Event | None = None
@@ -77,6 +81,12 @@ class Slot:
         if self._done is None:
             self._done = anyio.Event()
         await self._done.wait()
+
+
+def not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolExecutionOutcome:
+    """ABORTED_BEFORE_DISPATCH: the batch's ``token`` was cancelled before this call's body could start."""
+    reason = token.reason or "cancellation requested"
+    return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")
 
 
 Admitted = tuple[Slot, ToolExecution, ToolEntry]

@@ -20,6 +20,7 @@ Floor 4 (execution).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -28,6 +29,9 @@ from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.foundations.cancellation import CancellationToken, cancel_scope_for
 from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
+
+if TYPE_CHECKING:
+    from tether_clr.execution.observing import ObservedCall
 
 __all__ = ["Recorder", "backoff", "run_attempts"]
 
@@ -53,16 +57,17 @@ async def backoff(token: CancellationToken, seconds: float) -> bool:
 
 async def run_attempts(
     pipeline: CallPipeline, execution: ToolExecution, entry: ToolEntry, interruptible: bool, key: str,
-    record: Recorder, begin: Callable[[int], None],
+    record: Recorder, begin: Callable[[int], None], observed: ObservedCall | None = None,
 ) -> ToolExecutionOutcome:
     """Run the attempts of a call whose tool has a retry policy (the first already re-authorized):
     the outcome of the last, saying how many there were (``key``: the call's key in the step, for its children). ``begin(n)`` is told before attempt ``n``
-    (after the first) is re-authorized, so a call interrupted during it says it took ``n`` attempts."""
+    (after the first) is re-authorized, so a call interrupted during it says it took ``n`` attempts.
+    ``observed``: the call's instrumentation; each attempt's body is told with its number."""
     policy = entry.retry
     assert policy is not None
     token = execution.cancellation
     number = 1
-    outcome = await pipeline.execute(execution, entry, interruptible, key)
+    outcome = await pipeline.execute(execution, entry, interruptible, key, observed)
     while True:
         retry = number < policy.attempts and policy.retries(outcome) and _still_idempotent(entry)
         delay = policy.delay(number) if retry else None
@@ -76,5 +81,7 @@ async def run_attempts(
             ).with_attempts(number)
         number += 1
         begin(number)
+        if observed is not None:
+            observed.attempt, observed.stage = number, "authorization"
         refusal = await pipeline.reauthorize(execution, entry)
-        outcome = await pipeline.execute(execution, entry, interruptible, key) if refusal is None else refusal
+        outcome = await pipeline.execute(execution, entry, interruptible, key, observed) if refusal is None else refusal

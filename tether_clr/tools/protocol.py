@@ -26,6 +26,9 @@ class Tool(Protocol):
     body calls other tools says ``makes_child_calls = True`` and reads
     :func:`~tether_clr.current_child_calls` in ``invoke`` (a ``PythonFunction``
     does this for a parameter annotated ``ChildCalls``).
+    A tool hosted in another runtime may say ``language = "dotnet"`` (a
+    ``ClrFunction`` does): telemetry reports it as ``tether.tool.language``
+    (``python`` otherwise).
     """
 
     @property

@@ -4,7 +4,6 @@ as after a restart), ``cancel_suspended`` abandons it; every refusal runs nothin
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,7 +27,7 @@ from tether_clr import (
 
 from tests.support import Approver, call, codes
 from tests.support.durable_approvals import CONTEXT, leases, scope_of, step_calls, suspend, tools
-from tests.support.session_stores import STORES, new_session, open_store, store_spec
+from tests.support.session_stores import new_session, open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -343,9 +342,7 @@ _DECISION = st.one_of(
 _DECISIONS = st.dictionaries(st.one_of(st.sampled_from(["call_0", "call_1", "call_2", "call_9"]), st.text(max_size=6)), _DECISION, max_size=3)
 
 
-@pytest.mark.parametrize("kind", STORES)
-def test_any_decisions_either_fit_the_parked_call_exactly_or_run_and_write_nothing(kind: str, tmp_path: Path) -> None:
-    spec = store_spec(kind, tmp_path)
+def test_any_decisions_either_fit_the_parked_call_exactly_or_run_and_write_nothing(kind: str, spec: str) -> None:
     fits = (ApprovalResult.APPROVED, ApprovalResult.REJECTED, ApprovalResult.UNAVAILABLE)
 
     with open_store(kind, spec) as store:

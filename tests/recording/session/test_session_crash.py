@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -18,7 +17,7 @@ from tether_clr import SessionLeasedError, log_violations
 
 from tests.support import ROOT
 from tests.support.session_child import kill_point
-from tests.support.session_stores import STORES, new_session, open_store, store_spec
+from tests.support.session_stores import new_session, open_store
 
 SEEDS = [*range(10), 42, 43]  # 42, 43: killed in the retried call's second attempt (step 1, step 2)
 
@@ -34,9 +33,7 @@ async def _repair_once_the_lease_runs_out(store: SqlSessionStore, session: str) 
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("kind", STORES)
-def test_a_writer_killed_at_a_random_point_is_repaired_into_a_sound_log(kind: str, seed: int, tmp_path: Path) -> None:
-    spec = store_spec(kind, tmp_path)
+def test_a_writer_killed_at_a_random_point_is_repaired_into_a_sound_log(kind: str, seed: int, spec: str) -> None:
     session = new_session()
     backend = "trio" if seed % 2 else "asyncio"
     child = subprocess.run(
@@ -65,12 +62,10 @@ def test_a_writer_killed_at_a_random_point_is_repaired_into_a_sound_log(kind: st
     anyio.run(check)
 
 
-@pytest.mark.parametrize("kind", STORES)
-def test_a_resumer_killed_in_the_approved_body_is_repaired_and_the_step_cannot_be_resumed_twice(kind: str, tmp_path: Path) -> None:
+def test_a_resumer_killed_in_the_approved_body_is_repaired_and_the_step_cannot_be_resumed_twice(kind: str, spec: str) -> None:
     """Parked in one process, approved in a second that dies inside the body: repair answers the
     approved call ABORTED (its body ran) and the calls after it, closes the step, and nothing is
     parked any more, so the decision can never run the body a second time."""
-    spec = store_spec(kind, tmp_path)
     session = new_session()
 
     def child(mode: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,6 @@ stores, the log stays sound, and repair has nothing to add."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import anyio
 import pytest
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 from tether_clr import ToolCall, ToolRegistry, log_violations
 
 from tests.support import add
-from tests.support.session_stores import STORES, new_session, open_store, store_spec
+from tests.support.session_stores import new_session, open_store
 
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=())
 ANY_CHAR = st.one_of(st.characters(exclude_categories=()), SURROGATES, st.just("\x00"))
@@ -24,9 +23,7 @@ ARGUMENTS = st.one_of(st.just('{"text": "x"}'), HOSTILE_TEXT, st.builds(lambda t
 CALLS = st.lists(st.tuples(st.one_of(st.sampled_from(["call_0", "call_1"]), HOSTILE_TEXT), NAMES, ARGUMENTS), min_size=1, max_size=5)
 
 
-@pytest.mark.parametrize("kind", STORES)
-def test_hostile_calls_are_all_logged_and_the_log_stays_sound(kind: str, tmp_path: Path) -> None:
-    spec = store_spec(kind, tmp_path)
+def test_hostile_calls_are_all_logged_and_the_log_stays_sound(kind: str, spec: str) -> None:
     registry = ToolRegistry()
 
     async def echo(text: str) -> str:

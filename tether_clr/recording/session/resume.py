@@ -28,7 +28,8 @@ import anyio
 
 from tether_clr.catalog.store import ToolCatalog
 from tether_clr.catalog.views import SealedToolCatalogView
-from tether_clr.execution.batch import BatchRun, ResumePoint
+from tether_clr.execution.batch import BatchRun
+from tether_clr.execution.resumption import ResumePoint
 from tether_clr.execution.hooks import HookSet
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.foundations.arguments import InvalidArgumentsJson, read_arguments

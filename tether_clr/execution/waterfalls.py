@@ -1,0 +1,48 @@
+"""The waterfalls of the pre-execute and post-execute listeners: each listener asks the rest through ``next``.
+
+A listener returns a decision, or awaits ``next()`` for the rest of the chain's;
+past the last listener, pre-execute allows and post-execute accepts. A listener
+that returns the wrong type, or hands ``next`` another execution, breaks its
+contract (:class:`ContractViolation`); the pipeline turns that into TOOL_ERROR.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether_clr.records.decisions import ToolPostDecision, ToolPreDecision
+from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
+
+__all__ = ["ContractViolation", "post_step", "pre_step"]
+
+
+class ContractViolation(Exception):
+    """A listener broke its contract (wrong return type, changed the execution)."""
+
+
+async def pre_step(chain: tuple[Any, ...], index: int, execution: ToolExecution) -> ToolPreDecision:
+    """Listener ``index`` of a pre-execute waterfall; its ``next`` asks the rest, and past the last one allows."""
+    rest = index + 1 < len(chain)
+
+    async def next_(same: ToolExecution | None = None) -> ToolPreDecision:
+        if same is not None and same != execution:
+            raise ContractViolation("pre-execute listeners cannot change the execution")
+        return await pre_step(chain, index + 1, execution) if rest else ToolPreDecision.allow()
+
+    decision = await chain[index](execution, next_)
+    if not isinstance(decision, ToolPreDecision):
+        raise ContractViolation(f"pre-execute listener returned {type(decision).__name__}, expected ToolPreDecision")
+    return decision
+
+
+async def post_step(chain: tuple[Any, ...], index: int, execution: ToolExecution, outcome: ToolExecutionOutcome) -> ToolPostDecision:
+    """Listener ``index`` of a post-execute waterfall; its ``next`` asks the rest, and past the last one accepts."""
+    rest = index + 1 < len(chain)
+
+    async def next_(*_same: Any) -> ToolPostDecision:
+        return await post_step(chain, index + 1, execution, outcome) if rest else ToolPostDecision.accept()
+
+    decision = await chain[index](execution, outcome, next_)
+    if not isinstance(decision, ToolPostDecision):
+        raise ContractViolation(f"post-execute listener returned {type(decision).__name__}, expected ToolPostDecision")
+    return decision
