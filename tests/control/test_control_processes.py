@@ -3,7 +3,8 @@
 A disable, a pin and a kill switch made in one process apply in the others
 (calls bound in older snapshots included); a writer SIGKILLed inside its
 commit leaves nothing half-applied; a host whose network to PostgreSQL is cut
-goes ``control_stale`` and recovers when it returns.
+goes ``control_stale`` and recovers when it returns, and so does a host whose
+SQLite file another process holds locked.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from tests.support.control_stores import open_control
 from tests.support.socket_proxy import SocketProxy, postgres_upstream
+from tests.support.sqlite_cutoff import SqliteCutOff
 from tether_clr import ControlChange, ToolStatus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,27 +136,39 @@ def test_a_writer_sigkilled_inside_its_commit_leaves_no_half_applied_change(host
     assert reader.ask(op="call", snapshot=snapshot) == {"ran": "1.1.0"}  # DEPRECATED still runs; DISABLED never applied
 
 
-def test_a_host_cut_off_from_postgres_goes_control_stale_and_recovers_when_the_network_returns(
+def test_a_host_cut_off_from_the_store_goes_control_stale_after_max_staleness_and_recovers_when_it_returns(
     kind: str, spec: str
 ) -> None:
-    if kind != "postgres":
-        pytest.skip("a network cut is a PostgreSQL case (SQLite's cut-off is in test_control_plane.py)")
-    from psycopg.conninfo import make_conninfo
+    """PostgreSQL: its TCP connection runs through a proxy that is cut (a disable is committed meanwhile).
+    SQLite: another process holds every WAL lock of the file, which cuts off every process, writers
+    included, so the disable is committed after the locks are released."""
+    cutter: SocketProxy | SqliteCutOff
+    if kind == "postgres":
+        from psycopg.conninfo import make_conninfo
 
-    proxy = SocketProxy(postgres_upstream(spec))
-    host = Host(kind, make_conninfo(spec, host="127.0.0.1", port=str(proxy.port)), max_staleness=0.3)
+        cutter = proxy = SocketProxy(postgres_upstream(spec))
+        host = Host(kind, make_conninfo(spec, host="127.0.0.1", port=str(proxy.port)), max_staleness=0.3)
+    else:
+        cutter = SqliteCutOff(spec)
+        host = Host(kind, spec, max_staleness=0.3)
     try:
         snapshot = host.ask(op="snapshot")["id"]
         assert host.ask(op="call", snapshot=snapshot) == {"ran": "1.1.0"}
-        proxy.cut()
+        cutter.cut()
         assert host.ask(op="wait_stale") == {"stale": True, "revision": 0}
         assert host.ask(op="call", snapshot=snapshot) == {"code": "UNAVAILABLE", "reason": "control_stale"}
-        with open_control(kind, spec) as store:  # meanwhile, elsewhere, the version is disabled
-            store.commit(ControlChange.status("echo", "1.1.0", ToolStatus.DISABLED, actor="op"))
-        proxy.restore()
-        assert host.ask(op="wait_fresh")["stale"] is False
+        assert host.ask(op="call", snapshot=None) == {"code": "UNAVAILABLE", "reason": "control_stale"}
+        if kind == "postgres":  # meanwhile, elsewhere, the version is disabled
+            with open_control(kind, spec) as store:
+                store.commit(ControlChange.status("echo", "1.1.0", ToolStatus.DISABLED, actor="op"))
+        cutter.restore()
+        if kind == "sqlite":
+            with open_control(kind, spec) as store:
+                store.commit(ControlChange.status("echo", "1.1.0", ToolStatus.DISABLED, actor="op"))
         assert host.ask(op="wait", revision=1) == {"ok": True, "revision": 1}
+        assert host.ask(op="wait_fresh")["stale"] is False
         assert host.ask(op="call", snapshot=snapshot) == {"code": "DENIED", "reason": "tool_disabled"}
+        assert host.ask(op="call", snapshot=None) == {"ran": "1.0.0"}
     finally:
         host.close()
-        proxy.close()
+        cutter.close()
