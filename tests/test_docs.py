@@ -130,6 +130,14 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "tool-log.sqlite3").is_file()
 
 
+def test_the_control_plane_example_runs_as_written(tmp_path: Path) -> None:
+    (code,) = _blocks("Attaching and write-through", "python", DOCS / "control-plane.md")
+    (shown,) = _blocks("Attaching and write-through", "text", DOCS / "control-plane.md")
+    done = _run(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == shown.splitlines()
+
+
 def test_the_timeouts_and_retries_example_runs_as_written(tmp_path: Path) -> None:
     (code,) = _blocks("Timeouts and retries", "python", DOCS / "pipeline.md")
     done = _run(code, tmp_path)
