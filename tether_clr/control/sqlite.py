@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from tether_clr.catalog.control import ControlChange
 from tether_clr.control.sql import SELECT_CHANGES, Execute, SqlCatalogControl, change_from_row, schema
+from tether_clr.recording.sqlite_wal import immediate_transaction, prepare_wal
 from tether_clr.recording.tool_log import retry_while_locked
 
 __all__ = ["SqliteCatalogControl"]
@@ -51,32 +51,10 @@ class SqliteCatalogControl(SqlCatalogControl):
             raise
 
     def _prepare(self) -> None:
-        db = self._db
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _SCHEMA:
-                db.execute(statement)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        prepare_wal(self._db, "FULL", _SCHEMA)
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Execute]:
-        db = self._db
-
-        def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            return db.execute(sql, params).fetchall()
-
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield execute
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[Execute]:
+        return immediate_transaction(self._db)
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._db.execute(sql, params).fetchall()

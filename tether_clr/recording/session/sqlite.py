@@ -8,14 +8,14 @@ need :class:`~tether_clr.PostgresSessionStore`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from tether_clr.recording.session.ddl import schema
 from tether_clr.recording.session.events import Durability
 from tether_clr.recording.session.sql_store import Execute, SqlSessionStore
+from tether_clr.recording.sqlite_wal import immediate_transaction, prepare_wal
 from tether_clr.recording.tool_log import retry_while_locked
 
 __all__ = ["SqliteSessionStore"]
@@ -56,32 +56,10 @@ class SqliteSessionStore(SqlSessionStore):
             raise
 
     def _prepare(self) -> None:
-        db = self._db
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if self.durability == 'full' else 'NORMAL'}")
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _SCHEMA:
-                db.execute(statement)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        prepare_wal(self._db, "FULL" if self.durability == "full" else "NORMAL", _SCHEMA)
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Execute]:
-        db = self._db
-
-        def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            return db.execute(sql, params).fetchall()
-
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield execute
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[Execute]:
+        return immediate_transaction(self._db)
 
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self._db.executemany(sql, rows)
