@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anyio  # noqa: E402
 from _report import Timer, add_write_docs_flag, machine_line, publish, table  # noqa: E402
 from tether_clr.cli.control import open_control  # noqa: E402
+from tether_clr.testing.stores import store_location  # noqa: E402
 
 from tether_clr import (  # noqa: E402
     ControlChange,
@@ -158,22 +158,13 @@ class Host:
 
 @contextmanager
 def store_spec(kind: str) -> Iterator[str]:
-    if kind == "sqlite":
-        with tempfile.TemporaryDirectory() as folder:
+    """A fresh control store: a file in a temporary folder, or a throw-away schema on ``$TETHER_POSTGRES_DSN``."""
+    with tempfile.TemporaryDirectory() as folder:
+        if kind == "sqlite":
             yield str(Path(folder) / "control.sqlite")
-        return
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    base = os.environ["TETHER_POSTGRES_DSN"]
-    schema = f"bench_ctl_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield make_conninfo(base, options=f"-c search_path={schema}")
-    finally:
-        with psycopg.connect(base, autocommit=True) as db:
-            db.execute(f"DROP SCHEMA {schema} CASCADE")
+            return
+        with store_location("postgres", folder, os.environ["TETHER_POSTGRES_DSN"]) as located:
+            yield located
 
 
 def propagation(spec: str, trials: int) -> dict[str, Any]:

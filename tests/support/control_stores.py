@@ -8,7 +8,6 @@ Without a reachable server the PostgreSQL cases skip, saying why, unless
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,28 +16,20 @@ from tether_clr.control.sql import SqlCatalogControl
 
 from tests.support.session_stores import postgres_dsn
 from tether_clr import PostgresCatalogControl, SqliteCatalogControl
+from tether_clr.testing import store_location
 
 STORES = ["sqlite", "postgres"]
 
 
 @contextmanager
 def control_spec(kind: str, tmp_path: Path) -> Iterator[str]:
-    """What a process needs to open one fresh control store: a file path, or a DSN with its own schema."""
+    """What a process needs to open one fresh control store: a file path, or a DSN with its own schema
+    (the kit's :func:`~tether_clr.testing.store_location`, dropped on exit)."""
     if kind == "sqlite":
         yield str(tmp_path / "control.sqlite")
         return
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    base = postgres_dsn()
-    schema = f"ctl_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(base, autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield make_conninfo(base, options=f"-c search_path={schema}")
-    finally:
-        with psycopg.connect(base, autocommit=True) as db:
-            db.execute(f"DROP SCHEMA {schema} CASCADE")
+    with store_location("postgres", tmp_path, postgres_dsn()) as located:
+        yield located
 
 
 def open_control(kind: str, spec: str) -> SqlCatalogControl:
