@@ -19,9 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from tests.support.control_hosts import session_location
 from tests.support.control_stores import open_control
+from tests.support.session_stores import open_store
 from tests.support.socket_proxy import SocketProxy, postgres_upstream
 from tests.support.sqlite_cutoff import SqliteCutOff
 from tether_clr import ControlChange, ToolStatus
@@ -118,6 +121,28 @@ def test_a_pin_and_a_kill_switch_made_in_one_process_apply_in_every_other(hosts:
         assert reader.ask(op="wait", revision=2)["ok"]
         assert reader.ask(op="call", snapshot=snapshot) == {"code": "DENIED", "reason": "kill_switch"}
         assert reader.ask(op="call", snapshot=None) == {"ran": "1.1.0"}  # the pinned version is killed: the next one
+
+
+def test_an_approval_grant_given_on_one_host_decides_on_every_other_until_it_is_revoked_anywhere(
+    hosts: Any, kind: str, spec: str
+) -> None:
+    """The grants of remembered approvals are shared through the session log's database, which every
+    host of a deployment writes to (``--db``): no copy of them is kept in a host, so a revocation made
+    anywhere holds for the next call everywhere."""
+    giver, other = hosts(2)
+    assert giver.ask(op="wipe", session="s-1", answer="always") == {"asked": 1, "ran": "wiped /tmp/x"}
+    # another process, another session of alice: decided by the grant, its own provider (which would refuse) not asked
+    assert other.ask(op="wipe", session="s-2", answer="reject") == {"asked": 0, "ran": "wiped /tmp/x"}
+
+    async def revoke() -> None:
+        with open_store(kind, session_location(kind, spec)) as store:  # an operator's connection
+            [grant] = await store.grants(tenant_id="acme", principal_id="alice")
+            assert (grant.session_id, grant.scope.value) == ("s-1", "principal")
+            assert await store.revoke_grant(grant.grant_id, "incident 7") is True
+
+    anyio.run(revoke)
+    assert other.ask(op="wipe", session="s-2", answer="reject") == {"asked": 1, "code": "DENIED", "reason": None}
+    assert giver.ask(op="wipe", session="s-3", answer="reject") == {"asked": 1, "code": "DENIED", "reason": None}
 
 
 def test_a_writer_sigkilled_inside_its_commit_leaves_no_half_applied_change(hosts: Any, kind: str, spec: str) -> None:

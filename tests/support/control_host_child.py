@@ -12,6 +12,10 @@ line of stdin with one JSON line on stdout, until stdin closes:
 * ``{"op": "wait_stale"}`` / ``{"op": "wait_fresh"}``: wait (bounded) for the view to go stale / fresh again;
 * ``{"op": "set_status", "version", "status"}``, ``{"op": "pin", "version", "tenant"}``,
   ``{"op": "kill", "versions", "reason"}``: write through this host; ``{"revision"}``;
+* ``{"op": "wipe", "session", "answer"}``: call ``wipe`` (it requires approval) in alice's session
+  ``session``, recorded in the hosts' shared session log (:func:`~tests.support.control_hosts.session_location`);
+  this host's approval provider answers ``answer``: ``"always"`` (an ``ApprovalGrant`` for the
+  principal) or ``"reject"``; ``{"asked": n, "ran"...}`` or ``{"asked": n, "code", "reason"}``;
 * ``{"op": "hang_in_commit", "version", "status"}``: commit a status change but stop inside its
   transaction, after the row is inserted and before the commit; prints ``{"inside": true}`` and
   waits to be SIGKILLed.
@@ -26,9 +30,12 @@ from typing import Any
 
 import anyio
 
-from tests.support.control_hosts import ACME, call_echo, host_registry
+from tests.support.control_hosts import ACME, call_echo, call_wipe, host_registry, register_wipe, session_location
 from tests.support.control_stores import open_control
-from tether_clr import KillSwitch, SealedToolCatalogView, ToolStatus
+from tests.support.doubles import Approver
+from tests.support.session_stores import open_store
+from tether_clr import ApprovalGrant, ApprovalResult, GrantScope, KillSwitch, SealedToolCatalogView, ToolStatus
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 WAIT = 15.0
 
@@ -40,6 +47,8 @@ def _print(value: dict[str, Any]) -> None:
 
 def main(kind: str, spec: str, max_staleness: float, backend: str) -> None:
     registry = host_registry()
+    register_wipe(registry)
+    session_store: SqlSessionStore | None = None
     store = open_control(kind, spec)
     attachment = registry.attach_control(store, max_staleness=max_staleness, actor=f"host-{backend}")
     snapshots: list[SealedToolCatalogView] = []
@@ -71,6 +80,13 @@ def main(kind: str, spec: str, max_staleness: float, backend: str) -> None:
         elif op == "kill":
             registry.add_kill_switch(KillSwitch(command["reason"], logical_name="echo", versions=command["versions"]))
             _print({"revision": attachment.revision})
+        elif op == "wipe":
+            if session_store is None:
+                session_store = open_store(kind, session_location(kind, spec))
+            answer = ApprovalGrant.approve(GrantScope.PRINCIPAL) if command["answer"] == "always" else ApprovalResult.REJECTED
+            approver = registry.approval = Approver(answer)
+            ended = anyio.run(call_wipe, registry, session_store, command["session"], backend=backend)
+            _print({"asked": len(approver.requests), **ended})
         elif op == "hang_in_commit":
 
             def inside(execute: Any, change: Any) -> None:
@@ -83,6 +99,8 @@ def main(kind: str, spec: str, max_staleness: float, backend: str) -> None:
             _print({"error": f"unknown op {op!r}"})
     attachment.dispose()
     store.close()
+    if session_store is not None:
+        session_store.close()
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tether_clr import (
+    AgentPipelineScope,
     PythonFunction,
     RequestContext,
     SealedToolCatalogView,
@@ -13,6 +15,7 @@ from tether_clr import (
     ToolRegistrationOptions,
     ToolRegistry,
 )
+from tether_clr.recording.session.sql_store import SqlSessionStore
 
 VERSIONS = ("1.0.0", "1.1.0")
 ACME = RequestContext("acme", "alice")
@@ -41,3 +44,30 @@ async def call_echo(registry: ToolRegistry, view: SealedToolCatalogView, call_id
     if failure is None:
         return {"ran": outcome.value}
     return {"code": failure.code.value, "reason": failure.reason}
+
+
+def session_location(kind: str, control_spec: str) -> str:
+    """Where the hosts of a control-plane test keep their shared session log: beside the SQLite control
+    file, or in the same PostgreSQL schema as the control log (their tables do not overlap)."""
+    return str(Path(control_spec).with_name("session.sqlite")) if kind == "sqlite" else control_spec
+
+
+def register_wipe(registry: ToolRegistry) -> None:
+    """``wipe`` 1.0.0, which requires approval: what a remembered grant decides."""
+
+    async def wipe(path: str) -> str:
+        return f"wiped {path}"
+
+    tool = PythonFunction.from_callable(wipe, name="wipe", description="Wipe a path.")
+    registry.register(tool, options=ToolRegistrationOptions(metadata=ToolMetadata(version="1.0.0"), requires_approval=True))
+
+
+async def call_wipe(registry: ToolRegistry, store: SqlSessionStore, session: str) -> dict[str, Any]:
+    """One step of alice's session ``session`` that calls ``wipe``, recorded in ``store``'s session log."""
+    turn = await store.begin_turn(session)
+    assembly = registry.assemble(ACME, AgentPipelineScope(session_id=session, owner=ACME.principal_id))
+    outcomes = await registry.execute_batch([ToolCall("c1", "wipe", '{"path": "/tmp/x"}')], assembly, sink=store.sink(session, turn, 1))
+    await store.end_turn(session, turn)
+    assert isinstance(outcomes, list)
+    failure = outcomes[0].failure
+    return {"ran": outcomes[0].value} if failure is None else {"code": failure.code.value, "reason": failure.reason}
