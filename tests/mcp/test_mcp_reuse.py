@@ -358,3 +358,24 @@ async def test_connection_calls_cancel_by_request_id_and_all_at_the_end() -> Non
         group.cancel_scope.cancel()
     assert (first.is_cancelled, second.is_cancelled, third.is_cancelled) == (True, False, True)
     assert first.reason == "stop" and not calls.watching
+
+
+def test_call_ids_differ_in_a_forked_child() -> None:
+    """A pre-forking server's workers share one log: each draws its own prefix, so their call ids never collide."""
+    import os
+
+    from tether_clr.mcp.calls import new_call_id
+
+    here = new_call_id()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits at once
+        os.write(write, new_call_id().encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        there = answer.read()
+    os.waitpid(child, 0)
+    prefix = here.rsplit("-", 1)[0]
+    assert there.startswith("mcp-") and not there.startswith(prefix + "-")
+    assert new_call_id().startswith(prefix + "-")  # the parent keeps its own

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import uuid
 from typing import Any
 
@@ -34,7 +35,7 @@ from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.records.suspension import BatchSuspended
 from tether_clr.registry import ToolRegistry
 
-__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_search", "never_parks", "run_call"]
+__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_search", "never_parks", "new_call_id", "run_call"]
 
 UNKNOWN_TOOL_MESSAGE = "Unknown tool"
 """The message of the -32602 error, the same for a tool that exists nowhere and one the caller cannot see."""
@@ -69,9 +70,24 @@ def never_parks(sink: ToolCallSink | None) -> ToolCallSink | None:
     return _NeverParks(sink)
 
 
-# Call ids: unique per process (a random prefix, then a counter), without a uuid4 per call.
-_CALL_PREFIX = uuid.uuid4().hex[:12]
+# Call ids: unique per process (a random prefix, then a counter), without a uuid4 per call. A forked
+# child (a pre-forking server's worker) draws a prefix of its own, or two workers would number alike.
+_CALL_PREFIX = ""
 _call_numbers = itertools.count(1)
+
+
+def _new_call_prefix() -> None:
+    global _CALL_PREFIX, _call_numbers
+    _CALL_PREFIX, _call_numbers = uuid.uuid4().hex[:12], itertools.count(1)
+
+
+_new_call_prefix()
+os.register_at_fork(after_in_child=_new_call_prefix)
+
+
+def new_call_id() -> str:
+    """A call id for one ``tools/call``: ``mcp-<process prefix>-<n>``, unique across processes and forks."""
+    return f"mcp-{_CALL_PREFIX}-{next(_call_numbers)}"
 
 
 def _arguments_text(arguments: dict[str, Any] | None) -> str:
@@ -102,7 +118,7 @@ async def run_call(
     watcher runs) and this request's id, which then cancel the token instead of a watcher task
     of this call's own (see :mod:`tether_clr.mcp.inflight`).
     """
-    call = ToolCall(f"mcp-{_CALL_PREFIX}-{next(_call_numbers)}", name, _arguments_text(arguments), scope)
+    call = ToolCall(new_call_id(), name, _arguments_text(arguments), scope)
     source = CancellationSource()
     if in_flight is not None:
         calls, request_id = in_flight
