@@ -1,6 +1,6 @@
 """Where an MCP ``tools/call`` spends its time, in memory: tether_clr's server against FastMCP.
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/profile_mcp.py [--calls N] [--rounds R]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/profile_mcp.py [--calls N] [--rounds R] [--ablate]
         [--profile tether|fastmcp [--sort KEY] [--top N] [--pyinstrument [--show-all]]]
 
 Both servers serve the benchmark's ``echo`` (benchmarks/mcp_server.py: governance on, a guard and an
@@ -11,7 +11,12 @@ event loop thread's CPU time per call (client included: the client and the serve
 thread; CPU time, because other work on a shared machine inflates wall time far more). With it:
 cProfile of that server's calls (``--sort``, ``--top``), or pyinstrument's sampling
 (``--pyinstrument``; not a dependency: ``pip install pyinstrument``), which distorts coroutine
-chains less.
+chains less. With ``--ablate``: two more tether_clr servers in the same rounds, each with a layer taken
+out, so that the differences say what each layer costs where it really runs (beside the SDK, not in
+a loop of its own): "cached outcome" answers every call with the outcome of its first
+``execute_batch`` (the MCP layer and the SDK without the pipeline); "constant result" answers
+every ``tools/call`` with a constant result (the SDK's own cost for tether_clr's handler); then the
+same ``execute_batch`` timed in a loop of its own, for comparison.
 """
 
 from __future__ import annotations
@@ -59,8 +64,62 @@ async def calls(client: Any, count: int) -> float:
     return (time.thread_time() - start) / count
 
 
+def cached_outcome_server() -> Any:
+    """tether_clr's server whose registry runs the pipeline once and answers every later call with that outcome."""
+    server = governed_server()
+    registry = server.registry
+    run = registry.execute_batch
+    first: list[Any] = []
+
+    async def execute_batch(*args: Any, **kwargs: Any) -> Any:
+        if not first:
+            first.append(await run(*args, **kwargs))
+        return first[0]
+
+    registry.execute_batch = execute_batch  # this instance only
+    return server.sdk_server
+
+
+async def pipeline_alone(calls: int, rounds: int) -> float:
+    """``execute_batch`` of one ``echo`` call on the benchmark's governed registry, in a loop of its own
+    (no SDK around it): CPU per call, the median of ``rounds``."""
+    from tether_clr import AgentPipelineScope, CancellationSource, RequestContext, ToolCall
+
+    registry = governed_server().registry
+    scope = AgentPipelineScope().child(owner="alice", session_id="profile")
+    assembly = registry.assemble(RequestContext("acme", "alice"), scope)
+
+    async def batch(count: int) -> float:
+        start = time.thread_time()
+        for index in range(count):
+            source = CancellationSource()
+            [outcome] = await registry.execute_batch([ToolCall(f"c{index}", "echo", '{"text": "hi"}', scope)], assembly, 1, None, source.token)
+            if outcome.failure is not None:
+                raise RuntimeError(f"echo failed: {outcome}")
+        return (time.thread_time() - start) / count
+
+    await batch(calls)
+    return statistics.median([await batch(calls) for _ in range(rounds)])
+
+
+def constant_result_server() -> Any:
+    """tether_clr's server whose ``tools/call`` handler answers a constant result: the SDK's cost of the handler's wiring."""
+    from mcp.types import CallToolRequestParams
+
+    server = governed_server()
+
+    async def call_tool(ctx: Any, params: Any) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"result": "hi"}, "isError": False}
+
+    server.sdk_server.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+    return server.sdk_server
+
+
 async def main(args: argparse.Namespace) -> None:
     servers = {"FastMCP": fastmcp_server(), "tether_clr": governed_server().sdk_server}
+    if args.ablate:
+        servers["tether_clr, cached outcome"] = cached_outcome_server()
+        servers["tether_clr, constant result"] = constant_result_server()
     async with AsyncExitStack() as stack:
         clients = {name: await connect(stack, server) for name, server in servers.items()}
         for client in clients.values():
@@ -90,6 +149,14 @@ async def main(args: argparse.Namespace) -> None:
             print(f"{name}: {statistics.median(values) * 1e6:.0f} µs of loop-thread CPU per call (median of {args.rounds} rounds)")
         ratio = statistics.median(per_call["tether_clr"]) / statistics.median(per_call["FastMCP"])
         print(f"tether_clr / FastMCP: {ratio:.2f}x")
+        if args.ablate:
+            full, cached, constant = (statistics.median(per_call[name]) * 1e6 for name in
+                                      ("tether_clr", "tether_clr, cached outcome", "tether_clr, constant result"))
+            fast = statistics.median(per_call["FastMCP"]) * 1e6
+            print(f"the pipeline (execute_batch): {full - cached:+.0f} µs; the MCP layer: {cached - constant:+.0f} µs; "
+                  f"the SDK for tether_clr's handler against FastMCP's whole call: {constant - fast:+.0f} µs")
+            alone = await pipeline_alone(args.calls, args.rounds) * 1e6
+            print(f"execute_batch in a loop of its own (no SDK around it): {alone:.0f} µs per call")
 
 
 if __name__ == "__main__":
@@ -97,6 +164,7 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--profile", choices=("tether", "fastmcp"))
+    parser.add_argument("--ablate", action="store_true", help="also time tether_clr with the pipeline, then its whole handler, taken out")
     parser.add_argument("--sort", default="cumulative", help="the pstats sort key (cumulative, tottime...)")
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--show-all", action="store_true", help="pyinstrument: show every frame")
