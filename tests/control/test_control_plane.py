@@ -221,9 +221,11 @@ def test_changes_apply_strictly_in_revision_order_when_notifications_are_lost_or
 def test_each_applied_change_bumps_the_revision_and_emits_tools_change(hosts: tuple[ToolRegistry, ToolRegistry]) -> None:
     writer, reader = hosts
     events: list[ToolsChangedEvent] = []
+    written: list[ToolsChangedEvent] = []
     reader.on_change(events.append)
+    writer.on_change(written.append)
     before = reader.revision
-    writer.set_status("echo", "1.0.0", ToolStatus.DEPRECATED)
+    writer.set_status("echo", "1.0.0", ToolStatus.DEPRECATED, reason="superseded")
     writer.pin("echo", "1.1.0")
     writer.add_kill_switch(KillSwitch("test", principal_id="mallory"))
     _caught_up(reader, writer)
@@ -231,6 +233,19 @@ def test_each_applied_change_bumps_the_revision_and_emits_tools_change(hosts: tu
         ("tools/change", "status", "echo"), ("tools/change", "pin", "echo"), ("tools/change", "kill_switch", ""),
     ]
     assert [e.revision for e in events] == [before + 1, before + 2, before + 3] and reader.revision == before + 3
+    # every host can audit what it applied: the committed change, with its control revision, actor, time and reason
+    for seen in (events, written):
+        assert [e.control.revision if e.control else None for e in seen] == [1, 2, 3]
+        assert all(e.control is not None and e.control.actor == "tester" and e.control.at is not None for e in seen)
+        assert [e.control.reason if e.control else None for e in seen] == ["superseded", "", "test"]
+
+
+def test_a_registry_without_a_control_plane_emits_changes_with_no_control_change() -> None:
+    registry = host_registry()
+    events: list[ToolsChangedEvent] = []
+    registry.on_change(events.append)
+    registry.set_status("echo", "1.0.0", ToolStatus.DEPRECATED)
+    assert [(e.change, e.control) for e in events] == [("status", None)]
 
 
 @pytest.mark.anyio

@@ -214,7 +214,7 @@ class ControlledCatalog:
                 self._kill_switches = (*kept, KillSwitch.from_json(change.data["switch"])) if kind == "kill" else kept
             revision = self._bump(policy=kind in ("kill", "unkill"))
         event_kind = _EVENT_KINDS[kind]
-        events = [ToolsChangedEvent(scope, name, event_kind, revision=revision) for scope in scopes or [None]]
+        events = [ToolsChangedEvent(scope, name, event_kind, revision=revision, control=change) for scope in scopes or [None]]
 
         def emit() -> None:
             for event in events:

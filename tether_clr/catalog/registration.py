@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import math
 
+from tether_clr.catalog.control import ControlChange
 from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.catalog.metadata import ToolMetadata
 from tether_clr.records.outcomes import ToolExecutionOutcome
@@ -136,7 +137,11 @@ class ToolsChangedEvent:
     ``change`` is ``added`` / ``removed`` (a registration), ``status``,
     ``metadata``, ``pin`` (``name`` is the logical name), ``deny_rule``,
     ``authority`` or ``kill_switch`` (``name`` is empty: registry-wide). ``revision`` is the
-    registry revision the change produced.
+    registry revision the change produced. ``control``: on a registry attached to a
+    control plane, the shared change that caused it, as its store committed it (its
+    control ``revision``, ``actor``, ``at`` and ``reason``), so a host's ``on_change``
+    listener can audit every change it applies, its own and other hosts'; ``None``
+    for a change made here without a control plane.
     """
 
     scope: AgentPipelineScope | None
@@ -144,3 +149,4 @@ class ToolsChangedEvent:
     change: ChangeKind
     method: str = "tools/change"
     revision: int = 0
+    control: ControlChange | None = None
