@@ -13,6 +13,8 @@ re-authorize a call right before its body.
 
 from __future__ import annotations
 
+import copy
+
 import logging
 import threading
 import weakref
@@ -201,6 +203,13 @@ class ToolCatalog(ControlledCatalog):
         if not found:
             raise LookupError(f"no tool {logical_name!r} is registered in version {version!r}")
         return found
+
+    def registered_parameters(self) -> list[dict[str, Any]]:
+        """The parameters schema of every registered version, whatever its status, scope or tenants
+        (fresh copies): everything some caller may be shown, for checks that cannot know the caller."""
+        with self._lock:
+            schemas = [r.current.candidate.definition.parameters for records in self._by_logical_name.values() for r in records]
+        return [copy.deepcopy(schema) for schema in schemas]
 
     def get_declarations(self, scope: AgentPipelineScope | None = None) -> list[ToolSchemaSnapshot]:
         """What the model may be told, in ordinal name order; fresh copies every call."""

@@ -41,6 +41,7 @@ from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
+from tether_clr.mcp.headers import InputSchemaLookup, ParamHeaderLookup
 from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
 from tether_clr.mcp.request import (
@@ -70,11 +71,26 @@ _BUS = "tether.bus"
 
 
 class _SdkServer(Server[dict[str, Any]]):
-    """The SDK's ``Server``, declaring ``tools.listChanged`` however its runners build the options.
+    """The SDK's ``Server``, declaring ``tools.listChanged`` however its runners build the options, and
+    offering its ``Mcp-Param-*`` header check a lookup only while it cannot matter (:mod:`tether_clr.mcp.headers`).
 
     The SDK's own helpers (the in-memory transport, the streamable HTTP manager)
     call ``create_initialization_options()`` with no notification options.
     """
+
+    param_headers: ParamHeaderLookup | None = None
+    _input_schema_lookup: InputSchemaLookup | None = None
+
+    @property
+    def get_tool_input_schema(self) -> InputSchemaLookup | None:
+        """A lookup the host set, else :meth:`ParamHeaderLookup.lookup`'s answer for the catalog as it is now."""
+        if self._input_schema_lookup is not None or self.param_headers is None:
+            return self._input_schema_lookup
+        return self.param_headers.lookup()
+
+    @get_tool_input_schema.setter
+    def get_tool_input_schema(self, lookup: InputSchemaLookup | None) -> None:
+        self._input_schema_lookup = lookup
 
     def create_initialization_options(
         self,
@@ -125,13 +141,15 @@ class TetherMcpServer:
         self.elicit_approval = elicit_approval
         # Each run's change stream, with the thread and event loop that read it.
         self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
-        self.sdk_server: Server[dict[str, Any]] = _SdkServer(
+        sdk_server = _SdkServer(
             name,
             version=version,
             lifespan=self._lifespan,
             on_list_tools=self._list_tools,
             on_subscriptions_listen=self._listen,
         )
+        sdk_server.param_headers = ParamHeaderLookup(registry)
+        self.sdk_server: Server[dict[str, Any]] = sdk_server
         # a plain handler, so that it may answer the result's dict (on_call_tool wants the model)
         self.sdk_server.add_request_handler("tools/call", CallToolRequestParams, self._call_tool)
         # a handshake-era connection's watcher, and the client's cancellations (tether_clr.mcp.inflight)
