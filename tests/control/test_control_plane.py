@@ -229,6 +229,8 @@ def test_each_applied_change_bumps_the_revision_and_emits_tools_change(hosts: tu
     writer.pin("echo", "1.1.0")
     writer.add_kill_switch(KillSwitch("test", principal_id="mallory"))
     _caught_up(reader, writer)
+    # events are emitted by whichever thread applied the change, just after it applied it
+    _wait_until(lambda: len(events) == 3 and len(written) == 3, "every event emitted on both hosts")
     assert [(e.method, e.change, e.name) for e in events] == [
         ("tools/change", "status", "echo"), ("tools/change", "pin", "echo"), ("tools/change", "kill_switch", ""),
     ]
@@ -238,6 +240,23 @@ def test_each_applied_change_bumps_the_revision_and_emits_tools_change(hosts: tu
         assert [e.control.revision if e.control else None for e in seen] == [1, 2, 3]
         assert all(e.control is not None and e.control.actor == "tester" and e.control.at is not None for e in seen)
         assert [e.control.reason if e.control else None for e in seen] == ["superseded", "", "test"]
+
+
+def test_a_listener_that_changes_the_control_change_it_got_changes_nothing_the_host_holds(
+    hosts: tuple[ToolRegistry, ToolRegistry],
+) -> None:
+    writer, reader = hosts
+    events: list[ToolsChangedEvent] = []
+    reader.on_change(events.append)
+    writer.update_metadata("echo", "1.1.0", tenants={"acme"})
+    _caught_up(reader, writer)
+    _wait_until(lambda: len(events) == 1, "the event emitted")
+    control = events[0].control
+    assert control is not None and control.kind == "metadata"
+    control.data["changes"]["tenants"].append("globex")  # a listener gone wrong
+    attachment = _attached(reader)
+    assert attachment.overlay("echo", "1.1.0")[1] == {"tenants": frozenset({"acme"})}
+    assert attachment.state.latest[control.subject].data["changes"]["tenants"] == ["acme"]
 
 
 def test_a_registry_without_a_control_plane_emits_changes_with_no_control_change() -> None:

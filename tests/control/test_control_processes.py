@@ -142,6 +142,7 @@ def test_an_approval_grant_given_on_one_host_decides_on_every_other_until_it_is_
 
     anyio.run(revoke)
     assert other.ask(op="wipe", session="s-2", answer="reject") == {"asked": 1, "code": "DENIED", "reason": None}
+    assert giver.ask(op="wipe", session="s-1", answer="reject") == {"asked": 1, "code": "DENIED", "reason": None}
     assert giver.ask(op="wipe", session="s-3", answer="reject") == {"asked": 1, "code": "DENIED", "reason": None}
 
 

@@ -120,7 +120,7 @@ async def test_once_a_tool_declares_a_header_it_is_checked_against_the_callers_o
     assert statuses[0] == statuses[1]
     assert (invisible.value.code, invisible.value.message) == (unknown.value.code, unknown.value.message)
     assert invisible.value.code == INVALID_PARAMS
-    assert listed  # the SDK listed through the caller-scoped handler
+    assert len(listed) >= 3  # the SDK's own listings (one per call, each scoped to its caller), besides the clients'
 
 
 def test_the_lookup_follows_the_catalog_and_a_hosts_own_lookup_wins() -> None:
@@ -134,6 +134,10 @@ def test_the_lookup_follows_the_catalog_and_a_hosts_own_lookup_wins() -> None:
     server = served(registry)
     nothing = server.sdk_server.get_tool_input_schema
     assert nothing is not None and nothing("deploy") is None
+    declaring = registry.register(Deploy())  # the live server follows the catalog: the SDK lists again
+    assert server.sdk_server.get_tool_input_schema is None
+    declaring.dispose()
+    assert server.sdk_server.get_tool_input_schema is not None
 
     def own(name: str) -> None:
         return None
@@ -142,6 +146,10 @@ def test_the_lookup_follows_the_catalog_and_a_hosts_own_lookup_wins() -> None:
     assert server.sdk_server.get_tool_input_schema is own
 
 
-def test_declares_param_headers_finds_the_keyword_at_any_depth() -> None:
-    assert declares_param_headers({"properties": {"a": {"items": [{"x-mcp-header": "A"}]}}})
-    assert not declares_param_headers({"properties": {"a": {"type": "string", "description": "x-mcp-header"}}})
+def test_a_definition_declares_a_header_only_where_the_keyword_is_written() -> None:
+    from tether_clr.foundations.canonical import canonical_bytes
+
+    declared = {"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}
+    described = {"properties": {"a": {"type": "string", "description": "sent as x-mcp-header A"}}}
+    assert declares_param_headers(canonical_bytes({"name": "t", "parameters": declared}))
+    assert not declares_param_headers(canonical_bytes({"name": "t", "parameters": described}))

@@ -369,13 +369,18 @@ def test_call_ids_differ_in_a_forked_child() -> None:
     here = new_call_id()
     read, write = os.pipe()
     child = os.fork()
-    if child == 0:  # pragma: no cover - the child reports through the pipe and exits at once
-        os.write(write, new_call_id().encode())
-        os._exit(0)
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits, whatever happens
+        code = 1
+        try:
+            os.write(write, new_call_id().encode())
+            code = 0
+        finally:
+            os._exit(code)
     os.close(write)
     with os.fdopen(read) as answer:
         there = answer.read()
-    os.waitpid(child, 0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
     prefix = here.rsplit("-", 1)[0]
     assert there.startswith("mcp-") and not there.startswith(prefix + "-")
     assert new_call_id().startswith(prefix + "-")  # the parent keeps its own

@@ -14,6 +14,7 @@ and over stdio, the ``x-tenant`` / ``x-principal`` headers over HTTP.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
@@ -44,7 +45,7 @@ def matrix_server(add: Any) -> TetherMcpServer:
     """The governed registry of ``tests.support.mcp_servers`` (``price``, ``refund`` for acme only, ``delete_all``
     refused by a guard, ``wire`` needing approval, ``slow``), the C# ``add``, ``probe`` and ``register_fresh``;
     every call recorded in an :class:`~tether_clr.InMemoryToolLog`; ``PAGE_SIZE`` tools a page."""
-    started = anyio.Event()
+    started = threading.Event()  # set on the server's loop, read by probe on the same or another thread
     log = InMemoryToolLog()
 
     async def slow() -> str:

@@ -91,6 +91,10 @@ class ControlAttachment:
         self.state = ControlState()
         self._target = target
         self._apply_lock = threading.Lock()
+        # Events of applied changes, in revision order, and whether a thread is emitting them (see _emit_pending).
+        self._pending: list[Callable[[], None]] = []
+        self._emitting = False
+        self._pending_lock = threading.Lock()
         self._progress = threading.Condition()
         self._stop = threading.Event()
         self._poll = min(max(self.max_staleness / 4, 0.005), 1.0)
@@ -152,10 +156,33 @@ class ControlAttachment:
             complete = self._apply(found, emits)
             if complete and started > self.fresh_as_of:
                 self.fresh_as_of = started
-        for emit in emits:
-            emit()
+            with self._pending_lock:
+                self._pending.extend(emits)  # in revision order: changes apply one at a time, under the lock
+        self._emit_pending()
         with self._progress:
             self._progress.notify_all()
+
+    def _emit_pending(self) -> None:
+        """Emit the pending ``tools/change`` events in revision order, whichever thread applied them.
+
+        Two threads apply changes (the follower, and a local write catching up), and listeners must
+        see them in the order they were applied, as an audit trail would record them. One thread
+        emits at a time, outside the apply lock (a listener may block on another event loop that
+        is itself writing through this registry); a thread that finds another emitting leaves its
+        events to it, which takes them before it stops.
+        """
+        while True:
+            with self._pending_lock:
+                if self._emitting or not self._pending:
+                    return
+                self._emitting = True
+                emits, self._pending = self._pending, []
+            try:
+                for emit in emits:
+                    emit()
+            finally:
+                with self._pending_lock:
+                    self._emitting = False
 
     def _apply(self, changes: Sequence[ControlChange], emits: list[Callable[[], None]]) -> bool:
         """Apply ``changes`` in order from the next revision; ``False`` at a gap or a change that cannot apply."""

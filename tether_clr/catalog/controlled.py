@@ -19,6 +19,8 @@ Floor 3 (the catalog).
 
 from __future__ import annotations
 
+import copy
+
 import logging
 import threading
 from collections.abc import Callable
@@ -214,7 +216,8 @@ class ControlledCatalog:
                 self._kill_switches = (*kept, KillSwitch.from_json(change.data["switch"])) if kind == "kill" else kept
             revision = self._bump(policy=kind in ("kill", "unkill"))
         event_kind = _EVENT_KINDS[kind]
-        events = [ToolsChangedEvent(scope, name, event_kind, revision=revision, control=change) for scope in scopes or [None]]
+        shared = copy.deepcopy(change)  # the listeners' own copy: nothing they do reaches this host's state
+        events = [ToolsChangedEvent(scope, name, event_kind, revision=revision, control=shared) for scope in scopes or [None]]
 
         def emit() -> None:
             for event in events:

@@ -140,8 +140,10 @@ class ToolsChangedEvent:
     registry revision the change produced. ``control``: on a registry attached to a
     control plane, the shared change that caused it, as its store committed it (its
     control ``revision``, ``actor``, ``at`` and ``reason``), so a host's ``on_change``
-    listener can audit every change it applies, its own and other hosts'; ``None``
-    for a change made here without a control plane.
+    listener can audit every change it applies, its own and other hosts', in
+    control-revision order (a copy: changing it changes nothing here); ``None`` for
+    a change that is not shared (registrations, disposals, deny rules, the
+    authority, and every change of a registry without a control plane).
     """
 
     scope: AgentPipelineScope | None

@@ -13,7 +13,6 @@ re-authorize a call right before its body.
 
 from __future__ import annotations
 
-import copy
 
 import logging
 import threading
@@ -204,12 +203,12 @@ class ToolCatalog(ControlledCatalog):
             raise LookupError(f"no tool {logical_name!r} is registered in version {version!r}")
         return found
 
-    def registered_parameters(self) -> list[dict[str, Any]]:
-        """The parameters schema of every registered version, whatever its status, scope or tenants
-        (fresh copies): everything some caller may be shown, for checks that cannot know the caller."""
+    def registered_definitions(self) -> list[bytes]:
+        """The canonical JSON (RFC 8785 bytes) of every registered version's definition (name, description,
+        parameters), whatever its status, scope or tenants: everything some caller may be shown, for checks
+        that cannot know the caller. Bytes made once at registration: nothing is copied, nothing can change."""
         with self._lock:
-            schemas = [r.current.candidate.definition.parameters for records in self._by_logical_name.values() for r in records]
-        return [copy.deepcopy(schema) for schema in schemas]
+            return [r.current.candidate.definition_json for records in self._by_logical_name.values() for r in records]
 
     def get_declarations(self, scope: AgentPipelineScope | None = None) -> list[ToolSchemaSnapshot]:
         """What the model may be told, in ordinal name order; fresh copies every call."""

@@ -82,7 +82,8 @@ def _new_call_prefix() -> None:
 
 
 _new_call_prefix()
-os.register_at_fork(after_in_child=_new_call_prefix)
+if hasattr(os, "register_at_fork"):  # POSIX only; where there is no fork there is nothing to redraw
+    os.register_at_fork(after_in_child=_new_call_prefix)
 
 
 def new_call_id() -> str:

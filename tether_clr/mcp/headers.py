@@ -16,7 +16,16 @@ tool, in any version, status, scope or tenant, declares ``x-mcp-header``: then
 there is nothing to compare for any caller, and it answers ``None`` (nothing to
 validate) at once. As soon as one does, the server offers no lookup and the SDK
 lists through the caller-scoped handler again, so those headers are checked
-against what this caller was shown. The answer is kept per registry revision.
+against what this caller was shown. The answer is kept per registry revision,
+and reading it scans the canonical bytes the catalog made of each definition at
+registration (nothing is copied).
+
+What the SDK then does is the SDK's: once any tool declares a header, it lists
+for every call with arguments again (and logs a refused listing at ERROR); a
+call by an alias, or of a deferred tool loaded through the request's ``_meta``,
+is not in the listing it reads, so its headers go unchecked; and it reads the
+lookup before dispatch, so a tool registered in between is called once unchecked,
+as with its own listing.
 """
 
 from __future__ import annotations
@@ -36,18 +45,14 @@ InputSchemaLookup = Callable[[str], Mapping[str, Any] | None]
 """The SDK's ``Server.get_tool_input_schema``: a tool's input schema by name, or ``None`` (nothing to validate)."""
 
 
-def declares_param_headers(schema: Any) -> bool:
-    """Whether ``HEADER_ANNOTATION`` appears as a key anywhere in ``schema`` (a JSON value)."""
-    pending = [schema]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, dict):
-            if HEADER_ANNOTATION in value:
-                return True
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
-    return False
+_ANNOTATION_KEY = b'"' + HEADER_ANNOTATION.encode("ascii") + b'"'
+
+
+def declares_param_headers(definition_json: bytes) -> bool:
+    """Whether a definition's canonical JSON holds ``"x-mcp-header"``: as a key wherever the SDK looks
+    (no false negative), or as a string or a property name (a false positive only makes the server
+    leave the check to the SDK's caller-scoped listing)."""
+    return _ANNOTATION_KEY in definition_json
 
 
 def _nothing_to_validate(name: str) -> None:
@@ -71,7 +76,7 @@ class ParamHeaderLookup:
             return known[1]
         with self._lock:
             revision = self._registry.revision
-            declared = any(declares_param_headers(schema) for schema in self._registry.catalog.registered_parameters())
+            declared = any(declares_param_headers(definition) for definition in self._registry.catalog.registered_definitions())
             self._known = (revision, declared)
         return declared
 
