@@ -1,6 +1,7 @@
 """``tools/call`` over streamable HTTP on 127.0.0.1: tether_clr's MCP server against the SDK's FastMCP.
 
-    .venv/bin/python benchmarks/mcp_server.py [--quick] [--calls N] [--concurrency C] [--rounds R] [--write-docs]
+    .venv/bin/python benchmarks/mcp_server.py [--quick] [--calls N] [--concurrency C] [--rounds R]
+        [--era handshake|2026-07-28] [--write-docs]
 
 Runs in the test virtualenv (``.venv``: mcp 2.x, which ``tether_clr.mcp`` needs), not in
 ``.venv-bench`` (the peers pin mcp 1.x); ``./tasks.sh bench`` runs it there.
@@ -14,7 +15,8 @@ own uvicorn on 127.0.0.1 in a thread (a port the OS picks; stopped when the run 
 * FastMCP: the SDK's ``MCPServer`` (mcp 2.x's name for ``FastMCP``) with ``@tool()``.
 
 Both are driven by the SDK's real client (``mcp.Client`` over ``streamable_http_client``,
-handshake era: one session per client, opened once and kept), from this process's
+handshake era by default: one session per client, opened once and kept; ``--era 2026-07-28``
+speaks the stateless era instead, a request each), from this process's
 event loop. Measured, in rounds that alternate the two servers (A B A B ...) so that
 whatever else loads the machine loads both:
 
@@ -103,14 +105,21 @@ def fastmcp_app() -> Any:
 SERVERS: list[tuple[str, Callable[[], Any]]] = [("FastMCP (`MCPServer`)", fastmcp_app), ("tether_clr, governance on", tether_app)]
 
 
-async def connect(stack: AsyncExitStack, url: str) -> Any:
+ERAS = {"handshake": ("legacy", "2025-11-25"), "2026-07-28": ("auto", "2026-07-28")}
+"""``--era``: the client's mode, and the protocol version it must end up speaking."""
+
+
+async def connect(stack: AsyncExitStack, url: str, era: str = "handshake") -> Any:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
+    mode, version = ERAS[era]
     http = httpx2.AsyncClient(headers=HEADERS, timeout=30)
-    client = Client(streamable_http_client(url, http_client=http), mode="legacy")
-    return await stack.enter_async_context(client)
+    client = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), mode=mode))
+    if client.protocol_version != version:
+        raise RuntimeError(f"the client speaks {client.protocol_version}, not {version}")
+    return client
 
 
 async def call(client: Any) -> None:
@@ -186,7 +195,7 @@ async def measure(args: argparse.Namespace) -> str:
             urls[name] = servers.enter_context(serving(make_app))
             clocks[name] = ServerClock(before)
         async with AsyncExitStack() as stack:
-            clients = {name: await connect(stack, url) for name, url in urls.items()}
+            clients = {name: await connect(stack, url, args.era) for name, url in urls.items()}
             for client in clients.values():  # warm-up: imports, caches, the first assembly
                 await sequential(client, args.warmup)
                 await concurrent(client, args.warmup, args.concurrency)
@@ -218,7 +227,8 @@ async def measure(args: argparse.Namespace) -> str:
     today = datetime.date.today().isoformat()
     header = (f"Measured with `./tasks.sh bench` (`benchmarks/mcp_server.py --write-docs{' --quick' if args.quick else ''}`, "
               f"in `.venv`) on {today}: asyncio; {machine_line()}; {os.cpu_count()} cores, load average {load_before} "
-              f"at the start, {load()} at the end; streamable HTTP on 127.0.0.1, handshake era, one session per server; "
+              f"at the start, {load()} at the end; streamable HTTP on 127.0.0.1, "
+              f"{'handshake era, one session per server' if args.era == 'handshake' else 'the 2026-07-28 era, a request each'}; "
               f"{args.rounds} round{'s' if args.rounds != 1 else ''} alternating the servers, each {args.calls} sequential calls then {args.calls} calls "
               f"with {args.concurrency} in flight, after {args.warmup} warm-up calls. Versions: {versions(VERSIONED)}.")
     return "\n\n".join([
@@ -240,9 +250,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: few calls, one round")
     parser.add_argument("--calls", type=int, default=None, help="calls per server per round (default 500; 20 with --quick)")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--era", choices=list(ERAS), default="handshake", help="the protocol era the client speaks")
     parser.add_argument("--rounds", type=int, default=None, help="default 6; 1 with --quick")
     parser.add_argument("--warmup", type=int, default=None, help="default 100; 5 with --quick")
     args = parser.parse_args(argv)
+    if args.write_docs and args.era != "handshake":
+        parser.error("--write-docs writes the handshake era's table; run --era 2026-07-28 without it")
     args.calls = args.calls or (20 if args.quick else 500)
     args.rounds = args.rounds or (1 if args.quick else 6)
     args.warmup = args.warmup or (5 if args.quick else 100)
