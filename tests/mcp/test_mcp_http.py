@@ -4,24 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from tests.support.mcp_http import serving
+from tests.support.mcp_http import http_client, serving
 from tests.support.mcp_servers import governed_registry, served
 from tether_clr import InMemoryToolLog, ToolFailureCodes
 from tether_clr.mcp import NO_CONTEXT_MESSAGE
 
 pytestmark = pytest.mark.anyio
-
-
-def http_client(url: str, headers: dict[str, str], mode: str) -> Client:
-    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
-    return Client(transport, mode=mode)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -72,8 +64,7 @@ async def test_over_http_list_changed_after_a_registration(mode: str) -> None:
 
     acme = {"x-tenant": "acme", "x-principal": "alice"}
     with serving(lambda: server.streamable_http_app(path="/mcp")) as url:
-        transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=acme, timeout=30))
-        async with Client(transport, mode=mode, message_handler=on_message) as c:
+        async with http_client(url, acme, mode, message_handler=on_message) as c:
             assert c.server_capabilities.tools is not None and c.server_capabilities.tools.list_changed is True
             await c.list_tools(cache_mode="refresh")
             if mode == "legacy":

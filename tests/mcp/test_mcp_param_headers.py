@@ -11,14 +11,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from tests.support.mcp_http import serving
+from tests.support.mcp_http import http_client, serving
 from tests.support.mcp_servers import context_for, governed_registry, served
 from tether_clr import CancellationToken, ToolMetadata, ToolRegistrationOptions, ToolRegistry
 from tether_clr.mcp import NO_CONTEXT_MESSAGE, McpRequest
@@ -56,7 +54,7 @@ def counting(listed: list[str]) -> Any:
 
 
 def client(url: str, headers: dict[str, str]) -> Client:
-    return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30)), mode="auto")
+    return http_client(url, headers, "auto")
 
 
 async def test_a_call_runs_no_listing_and_a_refused_one_logs_no_error_while_no_tool_declares_a_header(
@@ -95,8 +93,7 @@ async def test_once_a_tool_declares_a_header_it_is_checked_against_the_callers_o
             statuses.append((response.request.headers.get("mcp-param-region"), response.status_code))
 
     def watched(headers: dict[str, str]) -> Client:
-        http = httpx2.AsyncClient(headers=headers, timeout=30, event_hooks={"response": [note]})
-        return Client(streamable_http_client(url, http_client=http), mode="auto")
+        return http_client(url, headers, "auto", event_hooks={"response": [note]})
 
     registry = governed_registry()
     registry.register(Deploy(), options=ToolRegistrationOptions(metadata=ToolMetadata(tenants={"acme"})))

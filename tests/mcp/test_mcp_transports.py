@@ -18,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, Implementation
 
-from tests.support.mcp_http import serving
+from tests.support.mcp_http import http_client, serving
 from tests.support.mcp_matrix import APPROVAL_LIMIT, PAGE_SIZE, matrix_server
 from tether_clr import ToolFailureCodes
 from tether_clr.mcp import NO_CONTEXT_MESSAGE
@@ -59,9 +57,7 @@ async def transport(kind: str, mode: str, add: Any) -> AsyncIterator[OpenClient]
 
             def open_client(who: str, **options: Any) -> Client:
                 tenant, _, principal = who.partition(":")
-                headers = {"x-tenant": tenant, "x-principal": principal} if principal else {}
-                http = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
-                return Client(http, mode=mode, **options)
+                return http_client(url, {"x-tenant": tenant, "x-principal": principal} if principal else {}, mode, **options)
         else:
             server = matrix_server(add)
 

@@ -1,4 +1,5 @@
-"""A streamable HTTP MCP server on 127.0.0.1 for the tests and benchmarks/mcp_server.py: uvicorn in a thread, on a port the OS picks, stopped on exit."""
+"""A streamable HTTP MCP server on 127.0.0.1 for the tests and benchmarks/mcp_server.py: uvicorn in a thread, on a port
+the OS picks, stopped on exit; and the SDK's client for it, identity in its headers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx2
 import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 
 @contextmanager
@@ -36,3 +40,11 @@ def serving(make_app: Callable[[], Any]) -> Iterator[str]:
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+def http_client(url: str, headers: dict[str, str], mode: str, *, event_hooks: dict[str, list[Any]] | None = None,
+                **options: Any) -> Client:
+    """The SDK's ``Client`` over streamable HTTP to ``url``, sending ``headers`` on every request (``event_hooks``:
+    httpx2's, to watch the requests and responses); ``options`` go to the ``Client`` (``message_handler``...)."""
+    http = httpx2.AsyncClient(headers=headers, timeout=30, event_hooks=event_hooks)
+    return Client(streamable_http_client(url, http_client=http), mode=mode, **options)

@@ -20,7 +20,6 @@ Floor 3 (the catalog).
 from __future__ import annotations
 
 import copy
-
 import logging
 import threading
 from collections.abc import Callable

@@ -13,7 +13,6 @@ re-authorize a call right before its body.
 
 from __future__ import annotations
 
-
 import logging
 import threading
 import weakref

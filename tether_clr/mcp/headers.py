@@ -34,12 +34,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcp.shared.inbound import X_MCP_HEADER_KEY
+
 from tether_clr.registry import ToolRegistry
 
 __all__ = ["HEADER_ANNOTATION", "InputSchemaLookup", "ParamHeaderLookup", "declares_param_headers"]
 
-HEADER_ANNOTATION = "x-mcp-header"
-"""The JSON Schema keyword with which a tool's input schema asks for an ``Mcp-Param-*`` header."""
+HEADER_ANNOTATION: str = X_MCP_HEADER_KEY
+"""The JSON Schema keyword with which a tool's input schema asks for an ``Mcp-Param-*`` header (the SDK's own constant)."""
 
 InputSchemaLookup = Callable[[str], Mapping[str, Any] | None]
 """The SDK's ``Server.get_tool_input_schema``: a tool's input schema by name, or ``None`` (nothing to validate)."""
