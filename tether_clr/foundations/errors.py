@@ -16,6 +16,7 @@ __all__ = [
     "InvariantViolation",
     "ResultPolicyError",
     "SinkError",
+    "StoreUnavailableError",
     "TetherError",
     "ToolArgumentError",
     "ToolError",
@@ -66,3 +67,15 @@ class ResultPolicyError(BatchAbortedError):
 
 class SinkError(BatchAbortedError):
     """The durable sink failed to record a declared call or an outcome."""
+
+
+class StoreUnavailableError(TetherError):
+    """A store (the session log, the control store) cannot reach its database after its bounded retries.
+
+    An infrastructure fault, raised and never disguised as a tool result: the
+    database is restarting, the network is cut, a lock is held too long. The
+    store itself recovers (its next operation opens a fresh connection), so a
+    caller may refuse this one request (UNAVAILABLE) and serve the next. The
+    message is fixed by the store and names no driver, host or SQL; the cause is
+    chained (``__cause__``) for the server's own log.
+    """
