@@ -1,0 +1,95 @@
+"""Logging an infrastructure incident once, not once per request.
+
+A database restart fails every request for a while: a server that logged a
+traceback for each of them would write megabytes of the same text and bury the
+one line an operator needs. :class:`IncidentLog` logs the first failure of an
+incident with its cause (and its traceback), then at most one summary line per
+``interval`` seconds while the failures go on, and one line when the next
+success ends the incident. Descriptions are cut to a bounded length, so what a
+failure's message carries (never trusted) cannot grow the log without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from tether_clr.foundations.text import describe_exception
+
+__all__ = ["IncidentLog"]
+
+_MAX_DESCRIPTION = 500
+
+
+def _describe(exc: BaseException) -> str:
+    text = describe_exception(exc)
+    return text if len(text) <= _MAX_DESCRIPTION else text[:_MAX_DESCRIPTION] + "..."
+
+
+class IncidentLog:
+    """``IncidentLog(logger, what, *, interval=30.0)``: one incident's lines in ``logger``.
+
+    :meth:`failed` on each failure: the first of an incident is logged at ERROR
+    with its traceback; later ones are counted and summed up at WARNING at most
+    once per ``interval`` seconds (no traceback). :meth:`recovered` on a success:
+    it ends an open incident with one WARNING line (and costs a flag check
+    otherwise). Thread-safe: stores fail on worker threads, servers on their
+    event loops.
+    """
+
+    def __init__(
+        self, logger: logging.Logger, what: str, *, interval: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or not interval > 0:
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        self.logger = logger
+        self.what = what
+        self.interval = float(interval)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._open = False
+        self._started = 0.0
+        self._last_line = 0.0
+        self._failures = 0
+        self._unreported = 0
+
+    @property
+    def open(self) -> bool:
+        """Whether an incident is going on (a failure with no success since)."""
+        return self._open
+
+    def failed(self, exc: BaseException) -> None:
+        """Count a failure; log it if it starts an incident or a summary is due."""
+        now = self._clock()
+        with self._lock:
+            self._failures += 1
+            if not self._open:
+                self._open, self._started, self._last_line, self._failures, self._unreported = True, now, now, 1, 0
+                first = True
+            else:
+                self._unreported += 1
+                first = False
+                if now - self._last_line < self.interval:
+                    return
+                count, self._unreported, self._last_line = self._unreported, 0, now
+                elapsed = now - self._started
+        if first:
+            self.logger.error("%s: %s (further failures are summed up every %gs)", self.what, _describe(exc),
+                              self.interval, exc_info=exc)  # fmt: skip
+        else:
+            self.logger.warning("%s: still failing: %d more failure(s), %.0fs since the first; last: %s",
+                                self.what, count, elapsed, _describe(exc))  # fmt: skip
+
+    def recovered(self) -> None:
+        """End the incident, if one is open, with one line."""
+        if not self._open:
+            return
+        now = self._clock()
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            failures, elapsed = self._failures, now - self._started
+        self.logger.warning("%s: recovered after %d failure(s) over %.1fs", self.what, failures, elapsed)
