@@ -89,3 +89,7 @@ def meai(clr_tools: dict[str, Any]) -> dict[str, Any]:
         "MeaiTools": MeaiTools,
         "Weather": Weather,
     }
+
+
+# The private, restartable PostgreSQL cluster (tests/support/pg_cluster.py), for every test that restarts its database.
+from tests.support.pg_cluster import pg_cluster  # noqa: E402,F401

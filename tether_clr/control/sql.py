@@ -17,6 +17,13 @@ The commit reads the subject's latest change *inside* the transaction and
 checks the new one against it (:func:`~tether_clr.catalog.control_state.admit`),
 so two writers cannot both move a version from the same status.
 
+Commits and reads run through
+:func:`~tether_clr.recording.transient.run_with_retries`: transient faults are
+retried within the store's ``retry`` deadline where that is safe; a commit
+whose outcome is unknown (the connection lost while it was in flight) is read
+back by its write id and never committed twice; past the deadline the caller
+gets :class:`~tether_clr.foundations.errors.StoreUnavailableError`.
+
 Layer 5½ (``tether_clr.control``, above recording): it implements the
 catalog's :class:`~tether_clr.catalog.control.CatalogControl` protocol.
 """
@@ -24,7 +31,9 @@ catalog's :class:`~tether_clr.catalog.control.CatalogControl` protocol.
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -33,8 +42,12 @@ from typing import Any
 from tether_clr.catalog.control import ControlChange, ControlFeed
 from tether_clr.catalog.control_state import admit, decode_metadata
 from tether_clr.catalog.kill_switches import KillSwitch
+from tether_clr.foundations.incidents import IncidentLog
+from tether_clr.recording.transient import Applied, RetryPolicy, run_with_retries
 
 __all__ = ["CHANNEL", "Execute", "SqlCatalogControl", "change_from_row", "schema"]
+
+logger = logging.getLogger("tether_clr")
 
 CHANNEL = "tether_catalog_control"
 """The PostgreSQL notification channel a commit notifies (payload: the revision)."""
@@ -86,15 +99,20 @@ class _NoChange(Exception):
 class SqlCatalogControl(ABC):
     """The shared part of :class:`~tether_clr.PostgresCatalogControl` and :class:`~tether_clr.SqliteCatalogControl`.
 
-    One connection for commits and reads, behind a lock (safe from any thread);
-    each :meth:`feed` opens its own. ``close()`` closes the store's connection.
+    Safe from any thread: SQLite has one connection behind a lock, PostgreSQL a
+    pool; each :meth:`feed` opens its own. ``retry``: how long transient faults
+    are retried (:class:`~tether_clr.recording.transient.RetryPolicy`).
+    ``close()`` closes the store's connection(s).
     """
 
     _NOW: str  # SQL for the store's clock, in seconds since the epoch
 
-    def __init__(self) -> None:
+    def __init__(self, *, retry: RetryPolicy | None = None) -> None:
         self._lock = threading.Lock()
         self._closed = False
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._incidents = IncidentLog(logger, "control store")
+        self._local = threading.local()  # the write id of the commit this thread runs
 
     # ------------------------------------------------------------- dialect
     @abstractmethod
@@ -118,6 +136,23 @@ class SqlCatalogControl(ABC):
     def _inserted(self, execute: Execute, change: ControlChange) -> None:
         """Called inside the commit's transaction after the row is inserted, before it commits (a seam for crash tests)."""
 
+    def _serialized(self) -> AbstractContextManager[Any]:
+        """What an operation holds besides its connection: the store's lock (SQLite's one connection); a pool's
+        dialect returns a null context."""
+        return self._lock
+
+    def _read_back(self, write_id: str) -> Applied[ControlChange | None] | None:
+        """The change the commit ``write_id`` applied, after its outcome was unknown; None: it was not applied.
+
+        Only a dialect whose commits can have an unknown outcome records write ids (PostgreSQL); this
+        default cannot tell, and the commit then fails rather than risk committing twice.
+        """
+        return None
+
+    def _write_id(self) -> str | None:
+        found: str | None = getattr(self._local, "write_id", None)
+        return found
+
     # ------------------------------------------------------------- the log
     def commit(self, change: ControlChange) -> ControlChange | None:
         """Commit ``change`` in one transaction and return it with its revision and time; ``None`` if it changes nothing.
@@ -128,6 +163,21 @@ class SqlCatalogControl(ABC):
         if not isinstance(change, ControlChange):
             raise TypeError(f"change must be a ControlChange, got {type(change).__name__}")
         _check_data(change)
+        write_id = uuid.uuid4().hex
+
+        def attempt() -> ControlChange | None:
+            self._local.write_id = write_id
+            try:
+                return self._commit_once(change)
+            finally:
+                self._local.write_id = None
+
+        return run_with_retries(
+            attempt, incidents=self._incidents, policy=self.retry, read_back=lambda: self._read_back(write_id),
+            closed=lambda: self._closed,
+        )
+
+    def _commit_once(self, change: ControlChange) -> ControlChange | None:
         with self._held():
             try:
                 with self._transaction() as execute:
@@ -149,14 +199,19 @@ class SqlCatalogControl(ABC):
 
     def changes(self, after: int = 0) -> list[ControlChange]:
         """Every committed change with ``revision > after``, in revision order."""
-        with self._held():
-            rows = self._read(SELECT_CHANGES, (int(after),))
+        def attempt() -> list[tuple[Any, ...]]:
+            with self._held():
+                return self._read(SELECT_CHANGES, (int(after),))
+
+        rows = run_with_retries(
+            attempt, incidents=self._incidents, policy=self.retry, idempotent=True, closed=lambda: self._closed
+        )
         return [change_from_row(row) for row in rows]
 
     @contextmanager
     def _held(self) -> Iterator[None]:
-        """The store's lock, refusing a closed store."""
-        with self._lock:
+        """The store's lock (SQLite) or nothing (a pool), refusing a closed store."""
+        with self._serialized():
             if self._closed:
                 raise RuntimeError("the control store is closed")
             yield

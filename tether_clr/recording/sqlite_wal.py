@@ -39,4 +39,9 @@ def immediate_transaction(db: sqlite3.Connection) -> Iterator[Execute]:
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
+    try:
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:  # a COMMIT refused (the file busy) leaves the transaction open: end it, so a retry starts clean
+            db.execute("ROLLBACK")
+        raise

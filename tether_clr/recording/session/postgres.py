@@ -19,14 +19,29 @@ autocommit mode, so the server commits it, at the connection's
 by the function with the store's own SQLSTATEs and becomes the same
 :class:`~tether_clr.SessionLeasedError` or ValueError the shared code
 raises; nothing was written.
+
+**Connections.** The store draws its connections from a pool
+(:mod:`tether_clr.recording.pg_pool`: ``psycopg_pool``, health-checked,
+``max_connections`` of them, a bounded wait), one per operation, so different
+sessions' writes run on different connections at once and a server restart
+costs the operations in flight a retry, never the process its store.
+
+**Recognising a write.** Every write that must not run twice (a sink's commit,
+``begin_turn``, ``end_turn``, ``revoke_grant``) records its write id in
+``session_writes`` in its own transaction. When the connection is lost while
+its commit is in flight, the store looks the id up: found, the write was
+applied (``begin_turn`` finds its turn through the row's transaction id);
+missing, it was not, and it runs again. Ids older than an hour are pruned.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from tether_clr.recording.session.ddl import schema
@@ -46,7 +61,9 @@ from tether_clr.recording.session.refusals import (
     raise_lost_lease,
     raise_suspended,
 )
+from tether_clr.recording.pg_pool import connect_once, open_pool
 from tether_clr.recording.session.sql_store import Execute, SqlSessionStore
+from tether_clr.recording.transient import Applied, OutcomeUnknown, RetryPolicy, is_connection_lost
 
 __all__ = ["PostgresSessionStore"]
 
@@ -60,7 +77,8 @@ _LOST_LEASE, _LEASED, _STEP_REFUSED, _SUSPENDED = "TC001", "TC002", "TC003", "TC
 # later commits lock its row and refuse if another holder took it over (the writer was presumed dead).
 _APPEND_FUNCTION = f"""CREATE OR REPLACE FUNCTION tether_session_append(
     p_session TEXT, p_holder TEXT, p_acquire BOOLEAN, p_release BOOLEAN, p_seconds DOUBLE PRECISION,
-    p_turn INTEGER[], p_step INTEGER[], p_kind TEXT[], p_call_id TEXT[], p_position INTEGER[], p_payload TEXT[], p_at TEXT[]
+    p_turn INTEGER[], p_step INTEGER[], p_kind TEXT[], p_call_id TEXT[], p_position INTEGER[], p_payload TEXT[], p_at TEXT[],
+    p_write_id TEXT
 ) RETURNS VOID LANGUAGE plpgsql AS $fn$
 DECLARE
     v_holder TEXT;
@@ -123,69 +141,114 @@ BEGIN
     IF p_release THEN
         DELETE FROM session_leases WHERE session_id = p_session AND holder = p_holder;
     END IF;
+    IF p_write_id IS NOT NULL THEN
+        INSERT INTO session_writes (write_id, at) VALUES (p_write_id, extract(epoch from clock_timestamp())::float8);
+    END IF;
 END
 $fn$"""
 
-_SCHEMA = (*schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION"), _APPEND_FUNCTION)
+# The ids of recent writes that must not run twice, each inserted in its write's transaction (see the module docstring).
+_WRITES = "CREATE TABLE IF NOT EXISTS session_writes (write_id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)"
+_SCHEMA = (*schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION"), _WRITES, _APPEND_FUNCTION)
+_PRUNE_EVERY = 600.0  # seconds between prunings of session_writes
+_KEEP_WRITES = 3600.0  # seconds a write id stays recognisable
 
 # Binary parameters (%b): the payloads' JSON text goes as it is, with no array-literal quoting.
 _APPEND = (
     "SELECT tether_session_append(%b, %b, %b, %b, %b::float8, %b::int[], %b::int[], %b::text[], %b::text[], "
-    "%b::int[], %b::text[], %b::text[])"
+    "%b::int[], %b::text[], %b::text[], %b::text)"
 )
 
 _PLACEHOLDER = re.compile(r"\?")
 
 
 class PostgresSessionStore(SqlSessionStore):
-    """``PostgresSessionStore(dsn, *, lease_seconds=5, durability="full", group_commit=True)``.
+    """``PostgresSessionStore(dsn, *, lease_seconds=5, durability="full", group_commit=True, max_connections=10,
+    connect_wait=2.0, retry=None)``.
 
     ``durability="full"`` keeps ``synchronous_commit=on`` (a commit returns once
-    the server flushed it to disk); ``"process"`` sets it ``off`` for this
-    connection (a commit survives the crash of the writing process, which has
+    the server flushed it to disk); ``"process"`` sets it ``off`` for the
+    store's connections (a commit survives the crash of the writing process, which has
     handed it to the server, but the server's last commits may be lost if its
     machine fails). Creating the tables is serialized by an advisory lock, so
     processes may open one database at once.
+
+    ``max_connections`` (default 10): the pool's size, how many operations run
+    at once (one connection is kept open when idle). ``connect_wait`` (default
+    2 s): how long an operation waits for a connection before that attempt
+    fails (retried within ``retry``'s deadline, then
+    :class:`~tether_clr.StoreUnavailableError`). ``close()`` closes the pool.
     """
 
     _NOW = "extract(epoch from clock_timestamp())::float8"
     _FOR_UPDATE = " FOR UPDATE"
 
     def __init__(
-        self, dsn: str, *, lease_seconds: float = 5.0, durability: Durability = "full", group_commit: bool = True
+        self,
+        dsn: str,
+        *,
+        lease_seconds: float = 5.0,
+        durability: Durability = "full",
+        group_commit: bool = True,
+        max_connections: int = 10,
+        connect_wait: float = 2.0,
+        retry: RetryPolicy | None = None,
     ) -> None:
-        super().__init__(lease_seconds=lease_seconds, durability=durability, group_commit=group_commit)
-        try:
-            import psycopg
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("PostgresSessionStore needs psycopg 3: pip install 'tether_clr[postgres]'") from exc
-        self._db = psycopg.connect(dsn, autocommit=True)
-        try:
-            self._db.execute(f"SET synchronous_commit TO {'on' if durability == 'full' else 'off'}")
-            with self._db.transaction():
-                self._db.execute("SELECT pg_advisory_xact_lock(hashtext('tether_clr.session_store'))")
-                for statement in _SCHEMA:
-                    self._db.execute(statement)
-        except BaseException:
-            self._db.close()
-            raise
+        super().__init__(lease_seconds=lease_seconds, durability=durability, group_commit=group_commit, retry=retry)
+        synchronous = "on" if durability == "full" else "off"
+        what = "PostgresSessionStore"
+        with connect_once(dsn, connect_wait=connect_wait, what=what) as db, db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(hashtext('tether_clr.session_store'))")
+            for statement in _SCHEMA:
+                db.execute(statement)
+        self.max_connections = max_connections
+        self._pool = open_pool(
+            dsn, name="tether_clr.session_store", max_connections=max_connections, connect_wait=connect_wait,
+            synchronous_commit=synchronous, what=what,
+        )  # fmt: skip
+        self._pruned = time.monotonic()
+        self._prune_lock = threading.Lock()
+
+    @property
+    def pool(self) -> Any:
+        """The ``psycopg_pool.ConnectionPool`` the store draws its connections from (its ``get_stats()`` for monitoring)."""
+        return self._pool
+
+    def _serialized(self) -> AbstractContextManager[Any]:
+        return nullcontext()  # each transaction has a connection of its own
 
     @contextmanager
     def _transaction(self) -> Iterator[Execute]:
-        db = self._db
+        """One transaction on a pooled connection; :class:`OutcomeUnknown` if the connection is lost during its commit."""
+        write_id = self._write_id()
+        with self._pool.connection() as db:
 
-        def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            cursor = db.execute(_PLACEHOLDER.sub("%s", sql), params)
-            return cursor.fetchall() if cursor.description is not None else []
+            def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+                cursor = db.execute(_PLACEHOLDER.sub("%s", sql), params)
+                return cursor.fetchall() if cursor.description is not None else []
 
-        with db.transaction():
-            yield execute
+            committing = False
+            self._local.connection = db
+            try:
+                with db.transaction():
+                    if write_id is not None:
+                        execute("INSERT INTO session_writes (write_id, at) VALUES (?, " + self._NOW + ")", (write_id,))
+                    yield execute
+                    committing = True
+            except Exception as exc:
+                if committing and is_connection_lost(exc):
+                    raise OutcomeUnknown("the connection was lost while a commit was in flight") from exc
+                raise
+            finally:
+                self._local.connection = None
+        self._maybe_prune()
 
     def _commit_rows(self, session_id: str, holder: str, rows: Sequence[PendingEvent], first: bool, release: bool) -> None:
         """The shared transaction of a sink's commit, as one call of ``tether_session_append``: one round trip.
 
         A commit that holds a grant (rare: an "always" answer) takes the shared path instead, which
-        indexes the grant in the same transaction.
+        indexes the grant in the same transaction. The call is its own transaction (autocommit): a
+        connection lost while it is in flight leaves its outcome unknown (:class:`OutcomeUnknown`).
         """
         if any(row.kind == APPROVAL_GRANT for row in rows):
             super()._commit_rows(session_id, holder, rows, first, release)
@@ -196,32 +259,67 @@ class PostgresSessionStore(SqlSessionStore):
             session_id, holder, first, release, self.lease_seconds,
             [row.turn for row in rows], [row.step for row in rows], [row.kind for row in rows],
             [row.call_id for row in rows], [row.position for row in rows], [row.payload for row in rows],
-            [row.at for row in rows],
+            [row.at for row in rows], self._write_id(),
         )  # fmt: skip
-        with self._lock:
-            if self._closed.is_set():
-                raise RuntimeError("the session store is closed")
+        if self._closed.is_set():
+            raise RuntimeError("the session store is closed")
+        with self._pool.connection() as db:
+            self._local.connection = db
             try:
                 # Through _insert_many, like every insert of the store: one statement, and in autocommit
                 # mode its own transaction, committed when it returns.
                 self._insert_many(_APPEND, [params])
+                self._sent(db)
             except psycopg.Error as exc:
                 _refusal(exc, session_id)
+                if is_connection_lost(exc):
+                    raise OutcomeUnknown("the connection was lost while a commit was in flight") from exc
                 raise
+            finally:
+                self._local.connection = None
+
+    def _sent(self, db: Any) -> None:
+        """Called after a sink's commit returned, on its connection (a seam: tests lose the answer here)."""
 
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        """Run ``sql`` for each parameter row: one prepared statement for one row, pipelined for more.
-
-        A sink's commit passes the one call of ``tether_session_append`` (every event in its array parameters).
-        """
+        """Run ``sql`` for each parameter row, inside the current transaction on this thread's connection."""
+        db = self._local.connection
         if len(rows) == 1:
-            self._db.execute(_PLACEHOLDER.sub("%s", sql), rows[0], prepare=True)
+            db.execute(_PLACEHOLDER.sub("%s", sql), rows[0], prepare=True)
         elif rows:
-            with self._db.cursor() as cursor:
+            with db.cursor() as cursor:
                 cursor.executemany(_PLACEHOLDER.sub("%s", sql), rows)  # pipelined: one round trip
 
+    def _read_back(self, operation: str, write_id: str, args: tuple[Any, ...]) -> Applied[Any] | None:
+        """Whether the write ``write_id`` was applied (its id is in ``session_writes``), and what it returned."""
+        with self._pool.connection() as db:
+            if operation == "_begin_turn":  # the turn it started: its turn/start, inserted in the same transaction
+                rows = db.execute(
+                    "SELECT e.turn FROM session_writes w JOIN session_events e ON e.xmin = w.xmin "
+                    "WHERE w.write_id = %s AND e.session_id = %s AND e.kind = %s",
+                    (write_id, args[0], TURN_START),
+                ).fetchall()
+                return Applied(int(rows[0][0])) if rows else None
+            found = db.execute("SELECT 1 FROM session_writes WHERE write_id = %s", (write_id,)).fetchall()
+        if not found:
+            return None
+        return Applied(True if operation == "_revoke_grant" else None)
+
+    def _maybe_prune(self) -> None:
+        """Forget write ids older than an hour, at most once per ten minutes (best effort: the next one retries)."""
+        if time.monotonic() - self._pruned < _PRUNE_EVERY or not self._prune_lock.acquire(blocking=False):
+            return
+        try:
+            self._pruned = time.monotonic()
+            with self._pool.connection() as db:
+                db.execute(f"DELETE FROM session_writes WHERE at < {self._NOW} - %s", (_KEEP_WRITES,))
+        except Exception:
+            pass  # pruning is housekeeping: a failure here must not fail the write that triggered it
+        finally:
+            self._prune_lock.release()
+
     def _close_connection(self) -> None:
-        self._db.close()
+        self._pool.close(timeout=1.0)
 
 
 def _refusal(exc: Any, session_id: str) -> None:

@@ -1,10 +1,18 @@
-"""The SQL both session stores share; a subclass supplies the connection, the transaction and the dialect.
+"""The SQL both session stores share; a subclass supplies the connections, the transaction and the dialect.
 
-One writer per store: a single connection behind a lock, used from worker
-threads (``anyio.to_thread``), so the event loop keeps serving bodies while a
-commit syncs, on asyncio and trio alike. Every write is one transaction that
-first checks the session's lease, so a writer that lost its lease (it was
-presumed dead and the session repaired) can never append a second result.
+Operations run on worker threads (``anyio.to_thread``), so the event loop
+keeps serving bodies while a commit syncs, on asyncio and trio alike. SQLite
+has one connection behind a lock (one file, one writer); PostgreSQL takes a
+connection from its pool per operation, so different sessions' writes run on
+different connections at once. Every write is one transaction that first
+checks the session's lease, so a writer that lost its lease (it was presumed
+dead and the session repaired) can never append a second result.
+
+Every operation runs through :func:`~tether_clr.recording.transient.run_with_retries`:
+transient faults are retried within ``retry``'s deadline where a retry is safe;
+a write whose commit's outcome is unknown (see :data:`_RECOGNISED`) is read
+back by its write id, never written twice; past the deadline the caller gets
+:class:`~tether_clr.foundations.errors.StoreUnavailableError`.
 """
 
 from __future__ import annotations
@@ -15,13 +23,14 @@ import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
+from tether_clr.foundations.incidents import IncidentLog
 from tether_clr.recording.session.encoding import (
     PendingEvent,
     check_session_id,
@@ -50,6 +59,7 @@ from tether_clr.recording.session.refusals import (
 from tether_clr.recording.session.repair import plan_repair
 from tether_clr.recording.session.sink import SessionSink
 from tether_clr.records.grants import GrantKey
+from tether_clr.recording.transient import Applied, RetryPolicy, run_with_retries
 
 __all__ = ["Execute", "SqlSessionStore", "free_lease"]
 
@@ -59,6 +69,12 @@ _T = TypeVar("_T")
 
 # Executes one statement inside the current transaction; returns the fetched rows.
 Execute = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+
+# The operations that are not idempotent: each attempt carries a write id (the same across retries) that a
+# dialect whose commits can have an unknown outcome records in the transaction and reads back
+# (:meth:`SqlSessionStore._read_back`). Every other operation is a read or may simply run again (taking or
+# renewing one's own lease, releasing it, repairing).
+_RECOGNISED = frozenset({"_begin_turn", "_end_turn", "_commit_rows", "_revoke_grant"})
 
 
 class SqlSessionStore(ABC):
@@ -70,12 +86,17 @@ class SqlSessionStore(ABC):
     or ``"process"`` (see :data:`~tether_clr.recording.session.events.Durability`).
     ``group_commit`` (default True): buffer a step's events up to each point
     where durability is owed; False commits every event on its own.
+    ``retry``: how long transient faults are retried
+    (:class:`~tether_clr.recording.transient.RetryPolicy`, default a 3 s deadline).
     """
 
     _NOW: str  # SQL for the database's clock, in seconds since the epoch
     _FOR_UPDATE: str  # row lock suffix for a SELECT inside a write transaction
 
-    def __init__(self, *, lease_seconds: float = 5.0, durability: Durability = "full", group_commit: bool = True) -> None:
+    def __init__(
+        self, *, lease_seconds: float = 5.0, durability: Durability = "full", group_commit: bool = True,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         if durability not in ("full", "process"):
             raise ValueError(f"durability must be 'full' or 'process', got {durability!r}")
         if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float) or not lease_seconds > 0:
@@ -87,6 +108,10 @@ class SqlSessionStore(ABC):
         self._held: dict[tuple[str, str], None] = {}  # (session, holder) leases to renew
         self._renewer: threading.Thread | None = None
         self._closed = threading.Event()
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._incidents = IncidentLog(logger, "session store")
+        self._lease_incidents = IncidentLog(logger, "session store: renewing leases")
+        self._local = threading.local()  # the write id of the operation this thread runs
 
     # ------------------------------------------------------------- dialect
     @abstractmethod
@@ -96,16 +121,60 @@ class SqlSessionStore(ABC):
     @abstractmethod
     def _close_connection(self) -> None: ...
 
+    def _serialized(self) -> AbstractContextManager[Any]:
+        """What a transaction holds besides its connection: the store's lock (SQLite's one connection);
+        a pooled dialect returns a null context, so its transactions run concurrently."""
+        return self._lock
+
     @contextmanager
     def _write(self) -> Iterator[Execute]:
-        with self._lock:
+        with self._serialized():
             if self._closed.is_set():
                 raise RuntimeError("the session store is closed")
             with self._transaction() as execute:
                 yield execute
 
+    def _write_id(self) -> str | None:
+        """The write id of the non-idempotent operation this thread runs (None for any other)."""
+        found: str | None = getattr(self._local, "write_id", None)
+        return found
+
+    def _read_back(self, operation: str, write_id: str, args: tuple[Any, ...]) -> Applied[Any] | None:
+        """Whether the write ``write_id`` of ``operation`` was applied, after its commit's outcome was unknown.
+
+        A dialect whose commits are local (SQLite: a commit either returns or was not applied) never has
+        an unknown outcome and keeps this default, which cannot tell (the operation then fails, never
+        writing twice).
+        """
+        return None
+
+    def _retrying(self, function: Callable[..., _T], *args: Any) -> _T:
+        """Run one operation (one transaction) with the store's retries: see the module docstring."""
+        operation = function.__name__
+        if operation not in _RECOGNISED:
+            return run_with_retries(
+                lambda: function(*args), incidents=self._incidents, policy=self.retry, idempotent=True,
+                closed=self._closed.is_set,
+            )  # fmt: skip
+        write_id = uuid.uuid4().hex
+
+        def attempt() -> _T:
+            self._local.write_id = write_id
+            try:
+                return function(*args)
+            finally:
+                self._local.write_id = None
+
+        def read_back() -> Applied[_T] | None:
+            found: Applied[_T] | None = self._read_back(operation, write_id, args)
+            return found
+
+        return run_with_retries(
+            attempt, incidents=self._incidents, policy=self.retry, closed=self._closed.is_set, read_back=read_back
+        )
+
     async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
-        return await anyio.to_thread.run_sync(function, *args)
+        return await anyio.to_thread.run_sync(self._retrying, function, *args)
 
     # --------------------------------------------------------------- leases
     def _lease(self, execute: Execute, session_id: str, holder: str, *, acquire: bool) -> None:
@@ -149,10 +218,12 @@ class SqlSessionStore(ABC):
                             f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ? AND holder = ?",
                             (self.lease_seconds, session_id, holder),
                         )
-                except Exception:
+                except Exception as exc:
                     if self._closed.is_set():
                         return
-                    logger.warning("renewing the lease on session %r failed", session_id, exc_info=True)
+                    self._lease_incidents.failed(exc)  # once per incident, then summed up: never a traceback a tick
+                else:
+                    self._lease_incidents.recovered()
 
     def _hold(self, session_id: str, holder: str) -> None:
         self._held[(session_id, holder)] = None
@@ -183,10 +254,9 @@ class SqlSessionStore(ABC):
         """Release after a failed final write; if the store cannot even do that, the lease
         (no longer renewed) runs out ``lease_seconds`` later, like a dead writer's."""
         try:
-            self._release(session_id, holder)
-        except Exception:
-            logger.warning("releasing the lease on session %r failed; it expires in %.1f s", session_id,
-                           self.lease_seconds, exc_info=True)
+            self._retrying(self._release, session_id, holder)
+        except Exception as exc:
+            self._lease_incidents.failed(exc)  # the lease, no longer renewed, expires lease_seconds later
 
     # --------------------------------------------------------------- writes
     def _insert(self, execute: Execute, session_id: str, rows: Sequence[PendingEvent]) -> None:
@@ -240,7 +310,7 @@ class SqlSessionStore(ABC):
     def _append(self, session_id: str, holder: str, rows: Sequence[PendingEvent], first: bool, release: bool) -> None:
         """Commit a sink's rows in one transaction that checks (``first``: takes) the lease and, on ``release``, frees it."""
         try:
-            self._commit_rows(session_id, holder, rows, first, release)
+            self._retrying(self._commit_rows, session_id, holder, rows, first, release)
         except BaseException:
             if release:  # the writer is done either way: never renew its lease again, and free it if we still can
                 self._release_quietly(session_id, holder)
@@ -367,7 +437,7 @@ class SqlSessionStore(ABC):
     ) -> None:
         """Commit ``events`` in one transaction that checks (``first``: takes) ``holder``'s lease and,
         on ``release``, frees it; all or nothing. A release that fails still stops renewing the lease."""
-        await self._run(self._append, session_id, holder, events, first, release)
+        await anyio.to_thread.run_sync(self._append, session_id, holder, events, first, release)  # retries inside
 
     async def release(self, session_id: str, holder: str) -> None:
         """Free ``holder``'s lease on the session (nothing if it no longer holds it)."""
@@ -423,8 +493,8 @@ class SqlSessionStore(ABC):
         return await self._run(self._revoke_grant, grant_id, reason)
 
     def close(self) -> None:
-        """Stop renewing leases and close the connection; a batch still writing then fails (SinkError)."""
-        with self._lock:
+        """Stop renewing leases and close the connection(s); a batch still writing then fails (SinkError)."""
+        with self._serialized():
             self._closed.set()
             self._close_connection()
 
