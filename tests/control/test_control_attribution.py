@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from tether_clr.catalog.attachment import default_actor
 from tether_clr.catalog.control import MAX_ACTOR_LENGTH, check_actor
+from tether_clr.catalog import control as control_module
+from tether_clr.control import sql
 from tether_clr.control.sql import SqlCatalogControl
 
 from tests.support.control_hosts import host_registry
@@ -171,6 +173,31 @@ def test_an_invalid_actor_is_refused_and_changes_nothing_attached_or_not(kind: s
                         call()
                 assert registry.revision == revision and store.changes(0) == committed  # every change bumps the revision
                 assert registry.kill_switches == (KillSwitch("set", switch_id="k"),)
+
+
+def test_the_store_refuses_an_invalid_actor_even_in_a_change_built_as_committed(control: SqlCatalogControl) -> None:
+    forged = ControlChange("status", "echo", "1.0.0", {"status": "disabled"}, "alice\nby root", "", 7, 0.0)
+    with pytest.raises(ValueError, match="actor"):
+        control.commit(forged)
+    assert control.changes(0) == []
+
+
+def test_a_row_an_older_version_wrote_with_an_actor_the_rule_now_refuses_still_reads_and_applies(
+    kind: str, spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    legacy = "svc\tlegacy " + "x" * MAX_ACTOR_LENGTH  # a tab, and too long: refused today
+    with open_control(kind, spec) as store:
+        with monkeypatch.context() as older:  # an older writer: no actor rule but non-empty
+            older.setattr(sql, "_check_data", lambda change: None)
+            older.setattr(control_module, "check_actor", lambda actor: actor)
+            store.commit(ControlChange.kill(KillSwitch("old", switch_id="k"), actor=legacy))
+        [row] = store.changes(0)
+        assert row.actor == legacy
+        registry = host_registry()
+        with registry.attach_control(store, max_staleness=1.0) as attachment:
+            assert attachment.revision == 1 and registry.kill_switches == (KillSwitch("old", switch_id="k"),)
+            assert registry.remove_kill_switch("k", actor="alice") is True  # and is followed as usual
+        assert [c.actor for c in store.changes(0)] == [legacy, "alice"]
 
 
 def test_an_actor_of_the_largest_length_and_any_printable_text_is_recorded_exactly(hosts: tuple[ToolRegistry, ToolRegistry]) -> None:

@@ -90,7 +90,11 @@ class ControlChange:
     (a pin, ``version`` naming the pinned version; an unpin has none);
     ``{"switch": {...}}`` (:meth:`KillSwitch.as_json`); ``{"switch_id"}``.
     ``logical_name`` is ``""`` for kill switches. ``revision`` is 0 and
-    ``at`` ``None`` until the store committed it.
+    ``at`` ``None`` until the store committed it. ``actor``: :func:`check_actor`
+    refuses an invalid one in a change to commit (and the store before writing);
+    a committed change read back is only required to name someone (an older
+    version wrote it under a laxer rule, and a host that could not read the
+    log would refuse every call).
     """
 
     kind: ControlChangeKind
@@ -109,13 +113,15 @@ class ControlChange:
         if not isinstance(self.logical_name, str):
             raise TypeError(f"logical_name must be a str, got {type(self.logical_name).__name__}")
         optional_str(self.version, "version")
-        check_actor(self.actor)
+        require_str(self.actor, "actor")
         if not isinstance(self.reason, str):
             raise TypeError(f"reason must be a str, got {type(self.reason).__name__}")
         if not isinstance(self.data, Mapping):
             raise TypeError(f"data must be a JSON object, got {type(self.data).__name__}")
         if type(self.revision) is not int or self.revision < 0:
             raise ValueError(f"revision must be a non-negative int, got {self.revision!r}")
+        if self.revision == 0:  # a change to commit; a committed row reads back as it was written (an older writer's)
+            check_actor(self.actor)
         object.__setattr__(self, "subject", _subject(self))
 
     # ------------------------------------------------------------ builders

@@ -126,8 +126,9 @@ class ControlledCatalog:
         Loads and applies its whole log now (raising, attaching nothing, when
         the store cannot be read), then applies every later change in revision
         order. From then on status changes, metadata updates, pins and kill
-        switches made here are committed to the store first, recorded as
-        ``actor`` (default ``user@host``). ``RuntimeError`` when already attached.
+        switches made here are committed to the store first, recorded as the
+        call's ``actor=``, else as ``actor`` (default ``user@host``; an invalid
+        one is refused before attaching). ``RuntimeError`` when already attached.
         """
         attachment = ControlAttachment(self, control, max_staleness, actor)
         with self._lock:
