@@ -171,28 +171,49 @@ class ToolRegistry:
         see :meth:`ToolCatalog.assemble <tether_clr.catalog.store.ToolCatalog.assemble>`."""
         return self.catalog.assemble(context, scope, query)
 
-    def set_status(self, logical_name: str, version: str, status: ToolStatus, *, reason: str = "") -> None:
+    def set_status(
+        self, logical_name: str, version: str, status: ToolStatus, *, reason: str = "", actor: str | None = None
+    ) -> None:
         """Move every registration of (logical name, version) to ``status`` (:func:`~tether_clr.status_transition`);
-        attached to a control plane, committed there first, with ``reason``."""
-        self.catalog.set_status(logical_name, version, status, reason=reason)
+        attached to a control plane, committed there first, with ``reason``, recorded as ``actor`` (default: the
+        attachment's actor). Every call that changes shared state takes ``actor=`` the same way, checked by
+        :func:`~tether_clr.catalog.control.check_actor` attached or not (recorded nowhere without a control plane)."""
+        self.catalog.set_status(logical_name, version, status, reason=reason, actor=actor)
 
-    def update_metadata(self, logical_name: str, version: str, /, *, reason: str = "", **changes: Any) -> None:
+    def update_metadata(
+        self, logical_name: str, version: str, /, *, reason: str = "", actor: str | None = None, **changes: Any
+    ) -> None:
         """Change governance fields of (logical name, version) everywhere it is registered;
-        attached to a control plane, committed there first, with ``reason``."""
-        self.catalog.update_metadata(logical_name, version, reason=reason, **changes)
+        attached to a control plane, committed there first, with ``reason``, recorded as ``actor``."""
+        self.catalog.update_metadata(logical_name, version, reason=reason, actor=actor, **changes)
 
     def pin(
         self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None,
-        *, reason: str = "",
+        *, reason: str = "", actor: str | None = None,
     ) -> Registration:  # fmt: skip
         """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone;
-        attached to a control plane, committed there first, with ``reason``."""
-        return self.catalog.pin(logical_name, version, tenant_id, agent_version, reason=reason)
+        attached to a control plane, committed there first, with ``reason``, recorded as ``actor``
+        (and the registration's removal as the same ``actor``)."""
+        return self.catalog.pin(logical_name, version, tenant_id, agent_version, reason=reason, actor=actor)
 
-    def add_kill_switch(self, switch: KillSwitch) -> Registration:
+    def unpin(
+        self, logical_name: str, tenant_id: str | None = None, agent_version: str | None = None,
+        *, reason: str = "", actor: str | None = None,
+    ) -> bool:  # fmt: skip
+        """Remove the pin of ``logical_name`` for that tenant / agent version, even one made elsewhere; ``False``
+        when there is none. Attached to a control plane, committed there first, with ``reason``, recorded as ``actor``."""
+        return self.catalog.unpin(logical_name, tenant_id, agent_version, reason=reason, actor=actor)
+
+    def add_kill_switch(self, switch: KillSwitch, *, actor: str | None = None) -> Registration:
         """Stop every call ``switch`` matches (DENIED ``kill_switch`` before each body; omitted when assembling);
-        the registration lifts it. Attached to a control plane, committed there first."""
-        return self.catalog.add_kill_switch(switch)
+        the registration lifts it. Attached to a control plane, committed there first, recorded as ``actor``
+        (and the lifting as the same ``actor``)."""
+        return self.catalog.add_kill_switch(switch, actor=actor)
+
+    def remove_kill_switch(self, switch_id: str, *, reason: str = "", actor: str | None = None) -> bool:
+        """Lift the kill switch ``switch_id``, even one set elsewhere; ``False`` when no such switch is live.
+        Attached to a control plane, committed there first, with ``reason``, recorded as ``actor``."""
+        return self.catalog.remove_kill_switch(switch_id, reason=reason, actor=actor)
 
     @property
     def kill_switches(self) -> tuple[KillSwitch, ...]:
@@ -208,8 +229,8 @@ class ToolRegistry:
         revision order (PostgreSQL: woken by LISTEN/NOTIFY, polling as the
         fallback; SQLite: polling); each applied change bumps :attr:`revision`
         and emits ``tools/change``. A local :meth:`set_status`, :meth:`pin`,
-        :meth:`update_metadata` or :meth:`add_kill_switch` is committed to the
-        store first (recorded as ``actor``, default ``user@host``) and applied
+        :meth:`update_metadata` or :meth:`add_kill_switch` (and their removals) is committed to the
+        store first (recorded as the call's ``actor=``, else this ``actor``, default ``user@host``) and applied
         here only after the commit. Before each body, a host whose view of the
         store is older than ``max_staleness`` seconds refuses the call
         UNAVAILABLE ``control_stale``. Returns the attachment

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from tether_clr.catalog.control import CatalogControl, ControlChange, ControlFeed
+from tether_clr.catalog.control import CatalogControl, ControlChange, ControlFeed, check_actor, recordable_actor
 from tether_clr.catalog.control_state import ControlState, decode_metadata
 from tether_clr.catalog.lifecycle import ToolStatus
 
@@ -46,12 +46,17 @@ logger = logging.getLogger("tether_clr")
 
 
 def default_actor() -> str:
-    """``user@host``: who a change made from this process is recorded as, when no actor is given."""
+    """``user@host``: who a change made from this process is recorded as, when no actor is given.
+
+    Always an actor :func:`~tether_clr.catalog.control.check_actor` accepts
+    (:func:`~tether_clr.catalog.control.recordable_actor`): an odd login name
+    in the environment never makes this host's changes fail.
+    """
     try:
         user = getpass.getuser()
     except Exception:  # no login name, no USER variable: still record something true
         user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
-    return f"{user}@{socket.gethostname()}"
+    return recordable_actor(f"{user}@{socket.gethostname()}")
 
 
 class ControlTarget(Protocol):
@@ -69,7 +74,9 @@ class ControlAttachment:
 
     ``revision``: the last control revision applied; ``fresh_as_of``: see the
     module docstring; ``stale``: whether calls are refused ``control_stale``
-    now; ``actor``: who this host's changes are recorded as. :meth:`sync`
+    now; ``actor``: who this host's changes are recorded as when a call names
+    no ``actor=`` of its own (checked by :func:`~tether_clr.catalog.control.check_actor`:
+    an invalid one is refused here, before attaching). :meth:`sync`
     catches up now, :meth:`wait_for_revision` waits for another host's change,
     :meth:`dispose` (or ``with``) detaches: the registry keeps the state it has
     and stops following the store (writes are local again). It does not
@@ -86,7 +93,7 @@ class ControlAttachment:
                 raise TypeError(f"control must be a CatalogControl (no {method}()), got {type(control).__name__}")
         self.control = control
         self.max_staleness = float(max_staleness)
-        self.actor = actor if actor is not None else default_actor()
+        self.actor = check_actor(actor) if actor is not None else default_actor()
         self.fresh_as_of = -math.inf
         self.state = ControlState()
         self._target = target

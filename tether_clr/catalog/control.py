@@ -2,8 +2,8 @@
 
 Tools, schemas and deny rules are code and stay in each host. What hosts share
 is data, as a log of :class:`ControlChange` rows with a monotonically
-increasing control ``revision``, each recording who (``actor``), when
-(``at``, the store's clock) and why (``reason``):
+increasing control ``revision``, each recording who (``actor``, checked by
+:func:`check_actor`), when (``at``, the store's clock) and why (``reason``):
 
 * ``status``: a (logical name, version)'s :class:`~tether_clr.ToolStatus`;
 * ``metadata``: governance fields ``update_metadata`` may change, as data
@@ -23,6 +23,7 @@ Floor 3 (the catalog): it defines the protocol; the stores live above it.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args
@@ -32,10 +33,52 @@ from tether_clr.catalog.lifecycle import ToolStatus
 from tether_clr.foundations.checks import optional_str, require_str
 from tether_clr.foundations.json_values import canonical_json
 
-__all__ = ["CONTROL_CHANGE_KINDS", "CatalogControl", "ControlChange", "ControlChangeKind", "ControlFeed"]
+__all__ = [
+    "CONTROL_CHANGE_KINDS", "MAX_ACTOR_LENGTH", "CatalogControl", "ControlChange", "ControlChangeKind", "ControlFeed",
+    "check_actor", "recordable_actor",
+]  # fmt: skip
 
 ControlChangeKind = Literal["status", "metadata", "pin", "unpin", "kill", "unkill"]
 CONTROL_CHANGE_KINDS: tuple[ControlChangeKind, ...] = get_args(ControlChangeKind)
+
+MAX_ACTOR_LENGTH = 256
+"""The longest ``actor`` a change may record, in characters (``user@host`` takes at most about 100)."""
+
+# Control characters (NUL, newlines, tabs, escapes, C1), lone surrogates, line and paragraph separators.
+_REFUSED_IN_ACTOR = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def check_actor(actor: Any) -> str:
+    """``actor`` if it may be recorded as who made a change; ``TypeError`` / ``ValueError`` otherwise.
+
+    An actor is one line of text naming a person or a service, shown by
+    ``tether-clr catalog show``, in every host's log line and in every
+    ``tools/change`` event: a ``str`` of 1 to :data:`MAX_ACTOR_LENGTH`
+    characters, not only whitespace, with no control character (NUL, a line
+    break, a tab, an escape), line or paragraph separator or lone surrogate.
+    Refusing them (rather than cleaning them) keeps the audit trail exactly
+    what the caller said, and keeps a forged line or a terminal escape out of it.
+    """
+    if not isinstance(actor, str):
+        raise TypeError(f"actor must be a str, got {type(actor).__name__}")
+    if not actor.strip():
+        raise ValueError("actor must not be empty or only whitespace")
+    if len(actor) > MAX_ACTOR_LENGTH:
+        raise ValueError(f"actor must be at most {MAX_ACTOR_LENGTH} characters, got {len(actor)}")
+    if not (actor.isascii() and actor.isprintable()) and any(unicodedata.category(c) in _REFUSED_IN_ACTOR for c in actor):
+        raise ValueError("actor must be one line of text: no control characters, line breaks or lone surrogates")
+    return actor
+
+
+def recordable_actor(text: str) -> str:
+    """``text`` (a login or host name from the environment) made an actor :func:`check_actor` accepts.
+
+    For the defaults only (``user@host``, the OS user), which the caller did not
+    choose and which must never make a change fail: each refused character
+    becomes ``?``, the text is cut to :data:`MAX_ACTOR_LENGTH`, and a blank one is ``unknown``.
+    """
+    cleaned = "".join("?" if unicodedata.category(c) in _REFUSED_IN_ACTOR else c for c in text)[:MAX_ACTOR_LENGTH]
+    return cleaned if cleaned.strip() else "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +90,11 @@ class ControlChange:
     (a pin, ``version`` naming the pinned version; an unpin has none);
     ``{"switch": {...}}`` (:meth:`KillSwitch.as_json`); ``{"switch_id"}``.
     ``logical_name`` is ``""`` for kill switches. ``revision`` is 0 and
-    ``at`` ``None`` until the store committed it.
+    ``at`` ``None`` until the store committed it. ``actor``: :func:`check_actor`
+    refuses an invalid one in a change to commit (and the store before writing);
+    a committed change read back is only required to name someone (an older
+    version wrote it under a laxer rule, and a host that could not read the
+    log would refuse every call).
     """
 
     kind: ControlChangeKind
@@ -73,6 +120,8 @@ class ControlChange:
             raise TypeError(f"data must be a JSON object, got {type(self.data).__name__}")
         if type(self.revision) is not int or self.revision < 0:
             raise ValueError(f"revision must be a non-negative int, got {self.revision!r}")
+        if self.revision == 0:  # a change to commit; a committed row reads back as it was written (an older writer's)
+            check_actor(self.actor)
         object.__setattr__(self, "subject", _subject(self))
 
     # ------------------------------------------------------------ builders

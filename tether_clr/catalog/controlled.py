@@ -8,6 +8,14 @@ pins and kill switches, bumping the revision and emitting ``tools/change``
 once per change; and it overlays the shared status and metadata on a version
 registered after attaching.
 
+Who made a change: every call that changes shared state (``set_status``,
+``update_metadata``, ``pin``, ``unpin``, ``add_kill_switch``,
+``remove_kill_switch``, and the removal a pin's or a switch's registration
+makes) takes ``actor=``, checked by :func:`~tether_clr.catalog.control.check_actor`
+whether or not a control plane is attached (an invalid one changes nothing);
+``None`` records the attachment's actor (the host's). Without a control plane
+there is no control log: the actor is checked and recorded nowhere.
+
 Applying fails closed: a status the local lifecycle rule would refuse is
 applied when it takes a version out of use (DISABLED, RETIRED, or any move
 to a status that is not callable) and otherwise kept out (a RETIRED version
@@ -27,7 +35,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tether_clr.catalog.attachment import ControlAttachment
-from tether_clr.catalog.control import CatalogControl, ControlChange
+from tether_clr.catalog.control import CatalogControl, ControlChange, check_actor
 from tether_clr.catalog.control_state import decode_metadata
 from tether_clr.catalog.entries import LiveRecord, ToolEntry, validation_checks
 from tether_clr.catalog.kill_switches import KillSwitch
@@ -38,13 +46,23 @@ from tether_clr.catalog.registration import ChangeKind, Registration, ToolsChang
 if TYPE_CHECKING:
     from tether_clr.records.scope import AgentPipelineScope
 
-__all__ = ["ControlledCatalog", "overlaid"]
+__all__ = ["ControlledCatalog", "checked_actor", "overlaid", "recorded_actor"]
 
 logger = logging.getLogger("tether_clr")
 
 _EVENT_KINDS: dict[str, ChangeKind] = {
     "status": "status", "metadata": "metadata", "pin": "pin", "unpin": "pin", "kill": "kill_switch", "unkill": "kill_switch",
 }  # fmt: skip
+
+
+def checked_actor(actor: str | None) -> str | None:
+    """``actor=`` of a change: ``None`` (the host's actor) or a valid actor (:func:`~tether_clr.catalog.control.check_actor`)."""
+    return None if actor is None else check_actor(actor)
+
+
+def recorded_actor(control: ControlAttachment, actor: str | None) -> str:
+    """Who the control log records a change as: the call's ``actor``, or the attachment's when it names none."""
+    return control.actor if actor is None else actor
 
 
 def overlaid(entry: ToolEntry, control: ControlAttachment) -> ToolEntry:
@@ -108,8 +126,9 @@ class ControlledCatalog:
         Loads and applies its whole log now (raising, attaching nothing, when
         the store cannot be read), then applies every later change in revision
         order. From then on status changes, metadata updates, pins and kill
-        switches made here are committed to the store first, recorded as
-        ``actor`` (default ``user@host``). ``RuntimeError`` when already attached.
+        switches made here are committed to the store first, recorded as the
+        call's ``actor=``, else as ``actor`` (default ``user@host``; an invalid
+        one is refused before attaching). ``RuntimeError`` when already attached.
         """
         attachment = ControlAttachment(self, control, max_staleness, actor)
         with self._lock:
@@ -136,15 +155,19 @@ class ControlledCatalog:
         """The live kill switches: set here, or shared by the control plane."""
         return self._kill_switches
 
-    def add_kill_switch(self, switch: KillSwitch) -> Registration:
+    def add_kill_switch(self, switch: KillSwitch, *, actor: str | None = None) -> Registration:
         """Stop every call ``switch`` matches, when assembling and before each body; the registration lifts it.
 
         Attached to a control plane, the switch (and lifting it) is committed
-        there first and applies on every attached host. ``ValueError`` when a
-        switch with its id is already set.
+        there first, recorded as ``actor`` (default: the attachment's actor),
+        and applies on every attached host; the registration's ``dispose()``
+        records the lifting as the same ``actor`` (:meth:`remove_kill_switch`
+        names another). ``ValueError`` when a switch with its id is already
+        set, or ``actor`` is not a valid actor.
         """
         if not isinstance(switch, KillSwitch):
             raise TypeError(f"switch must be a KillSwitch, got {type(switch).__name__}")
+        actor = checked_actor(actor)
         with self._lock:
             if any(s.switch_id == switch.switch_id for s in self._kill_switches):
                 raise ValueError(f"kill switch {switch.switch_id!r} is already set")
@@ -153,26 +176,46 @@ class ControlledCatalog:
                 self._kill_switches = (*self._kill_switches, switch)
                 revision = self._bump(policy=True)
         if control is not None:
-            control.commit(ControlChange.kill(switch, actor=control.actor))
+            control.commit(ControlChange.kill(switch, actor=recorded_actor(control, actor)))
         else:
             self._emit(ToolsChangedEvent(None, "", "kill_switch", revision=revision))
-        return Registration(lambda: self._lift(switch.switch_id))
 
-    def _lift(self, switch_id: str) -> None:
+        def lift() -> None:
+            self._lift(switch.switch_id, actor)
+
+        return Registration(lift)
+
+    def remove_kill_switch(self, switch_id: str, *, reason: str = "", actor: str | None = None) -> bool:
+        """Lift the kill switch ``switch_id``, wherever it was set; ``False`` when no such switch is live here.
+
+        A switch set on another host or by ``tether-clr catalog kill`` has no
+        registration here: this lifts it. Attached to a control plane, the
+        lifting is committed there first, recorded as ``actor`` (default: the
+        attachment's actor) with ``reason``, and applies on every attached host.
+        """
+        if not isinstance(switch_id, str):
+            raise TypeError(f"switch_id must be a str, got {type(switch_id).__name__}")
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, got {type(reason).__name__}")
+        return self._lift(switch_id, checked_actor(actor), reason)
+
+    def _lift(self, switch_id: str, actor: str | None, reason: str = "") -> bool:
         with self._lock:
             if not any(s.switch_id == switch_id for s in self._kill_switches):
-                return
+                return False
             control = self._control
             if control is None:
                 self._kill_switches = tuple(s for s in self._kill_switches if s.switch_id != switch_id)
                 revision = self._bump(policy=True)
         if control is not None:
             try:
-                control.commit(ControlChange.unkill(switch_id, actor=control.actor))
+                control.commit(ControlChange.unkill(switch_id, actor=recorded_actor(control, actor), reason=reason))
             except ValueError:  # lifted meanwhile, on another host
                 control.sync()
-            return
+                return False
+            return True
         self._emit(ToolsChangedEvent(None, "", "kill_switch", revision=revision))
+        return True
 
     # ------------------------------------------------------------- applying
     def apply_control_change(self, change: ControlChange) -> Callable[[], None]:

@@ -31,7 +31,7 @@ from tether_clr.catalog.authority import Authority, assembly_scopes
 from tether_clr.catalog.candidates import DenyRule
 from tether_clr.catalog.control import ControlChange
 from tether_clr.catalog.control_state import encode_metadata
-from tether_clr.catalog.controlled import ControlledCatalog, overlaid
+from tether_clr.catalog.controlled import ControlledCatalog, checked_actor, overlaid, recorded_actor
 from tether_clr.catalog.entries import (
     LiveRecord,
     ToolEntry,
@@ -50,6 +50,7 @@ from tether_clr.catalog.registration import (
 )
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
 from tether_clr.foundations.arguments import DEFAULT_ARGUMENT_LIMITS, ArgumentLimits
+from tether_clr.foundations.checks import optional_str, require_str
 from tether_clr.foundations.errors import DuplicateToolError
 from tether_clr.records.context import RequestContext
 from tether_clr.records.declaration import ToolSchemaSnapshot
@@ -281,7 +282,9 @@ class ToolCatalog(ControlledCatalog):
         return ToolAssembly(self, scope, bound, selection, revision, policy_revision, self.argument_limits)
 
     # ------------------------------------------------------------ lifecycle
-    def set_status(self, logical_name: str, version: str, status: ToolStatus, *, reason: str = "") -> None:
+    def set_status(
+        self, logical_name: str, version: str, status: ToolStatus, *, reason: str = "", actor: str | None = None
+    ) -> None:
         """Move every registration of (logical name, version) to ``status``.
 
         The rule is :func:`~tether_clr.status_transition`: the same status is a
@@ -289,11 +292,15 @@ class ToolCatalog(ControlledCatalog):
         tool is bound), forward moves from VALIDATED on, DISABLED -> ACTIVE;
         anything else raises ``ValueError`` and changes nothing.
         ``LookupError`` if no such version is registered. Attached to a control
-        plane, the change is committed there first (``reason`` recorded with it)
-        and applied here after the commit, on every attached host.
+        plane, the change is committed there first (recorded as ``actor``,
+        default the attachment's actor, with ``reason``) and applied here after
+        the commit, on every attached host. An invalid ``actor``
+        (:func:`~tether_clr.catalog.control.check_actor`) is refused first,
+        attached or not.
         """
         if not isinstance(status, ToolStatus):
             raise TypeError(f"status must be a ToolStatus, got {type(status).__name__}")
+        actor = checked_actor(actor)
         with self._lock:
             records = self._records_of(logical_name, version)
             moves = [status_transition(r.current.candidate.status, status) for r in records]
@@ -309,12 +316,15 @@ class ToolCatalog(ControlledCatalog):
                     record.entry = replace(entry, candidate=replace(entry.candidate, status=status))
                 revision = self._bump()
         if control is not None:
-            control.commit(ControlChange.status(logical_name, version, status, actor=control.actor, reason=reason))
+            who = recorded_actor(control, actor)
+            control.commit(ControlChange.status(logical_name, version, status, actor=who, reason=reason))
             return
         for record in records:
             self._emit(ToolsChangedEvent(record.current.scope, logical_name, "status", revision=revision))
 
-    def update_metadata(self, logical_name: str, version: str, /, *, reason: str = "", **changes: Any) -> None:
+    def update_metadata(
+        self, logical_name: str, version: str, /, *, reason: str = "", actor: str | None = None, **changes: Any
+    ) -> None:
         """Change governance fields of (logical name, version) everywhere it is registered.
 
         Applies from the next assembly and to re-authorization of calls bound
@@ -322,8 +332,10 @@ class ToolCatalog(ControlledCatalog):
         ``version`` and ``origin`` cannot change: a new schema or identity is a
         new version. Refused changes raise and change nothing. Attached to a
         control plane, the change is committed there first, as data
-        (``enabled_when``, a function, is refused: ``ValueError``).
+        (``enabled_when``, a function, is refused: ``ValueError``), recorded as
+        ``actor`` (default the attachment's actor) with ``reason``.
         """
+        actor = checked_actor(actor)
         with self._lock:
             records = self._records_of(logical_name, version)
             updated = [(r, r.current.candidate.metadata.updated(**changes)) for r in records]
@@ -336,24 +348,28 @@ class ToolCatalog(ControlledCatalog):
                     record.entry = replace(entry, candidate=replace(entry.candidate, metadata=metadata))
                 revision = self._bump()
         if control is not None:
-            change = ControlChange.metadata(logical_name, version, encode_metadata(changes), actor=control.actor, reason=reason)
-            control.commit(change)
+            who = recorded_actor(control, actor)
+            control.commit(ControlChange.metadata(logical_name, version, encode_metadata(changes), actor=who, reason=reason))
             return
         for record in records:
             self._emit(ToolsChangedEvent(record.current.scope, logical_name, "metadata", revision=revision))
 
     def pin(
         self, logical_name: str, version: str, tenant_id: str | None = None, agent_version: str | None = None,
-        *, reason: str = "",
+        *, reason: str = "", actor: str | None = None,
     ) -> Registration:  # fmt: skip
         """Use ``version`` of ``logical_name`` for a tenant, an agent version, both, or everyone.
 
         The version must be ACTIVE now (``ValueError`` otherwise); a pin then
         survives the deprecation of its version. A new pin for the same
         (logical name, tenant, agent version) replaces the old one. The
-        returned registration removes the pin. Attached to a control plane,
-        the pin (and its removal) is committed there first.
+        returned registration removes the pin (:meth:`unpin` removes a pin
+        with no registration here). Attached to a control plane, the pin (and
+        its removal) is committed there first, recorded as ``actor`` (default
+        the attachment's actor; the registration records the removal as the
+        same ``actor``).
         """
+        actor = checked_actor(actor)
         pin = ToolPin(logical_name, version, tenant_id, agent_version)
         key = (logical_name, tenant_id, agent_version)
         with self._lock:
@@ -366,28 +382,56 @@ class ToolCatalog(ControlledCatalog):
                 self._pins[key] = pin
                 revision = self._bump()
         if control is not None:
-            control.commit(ControlChange.pin(logical_name, version, tenant_id, agent_version, actor=control.actor, reason=reason))
-            return Registration(lambda: self._unpin(pin))
-        self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
-        return Registration(lambda: self._unpin(pin))
+            who = recorded_actor(control, actor)
+            control.commit(ControlChange.pin(logical_name, version, tenant_id, agent_version, actor=who, reason=reason))
+        else:
+            self._emit(ToolsChangedEvent(None, logical_name, "pin", revision=revision))
 
-    def _unpin(self, pin: ToolPin) -> None:
-        """Remove ``pin`` if it is still the pin of its key (through the control plane when attached)."""
-        key = (pin.logical_name, pin.tenant_id, pin.agent_version)
+        def unpin() -> None:
+            self._unpin(key, pin, actor)
+
+        return Registration(unpin)
+
+    def unpin(
+        self, logical_name: str, tenant_id: str | None = None, agent_version: str | None = None,
+        *, reason: str = "", actor: str | None = None,
+    ) -> bool:  # fmt: skip
+        """Remove the pin of ``logical_name`` for that tenant / agent version, whatever its version and wherever it
+        was made; ``False`` when there is none here.
+
+        A pin made on another host or by ``tether-clr catalog pin`` has no
+        registration here: this removes it. Attached to a control plane, the
+        removal is committed there first, recorded as ``actor`` (default the
+        attachment's actor) with ``reason``, and applies on every attached host.
+        """
+        actor = checked_actor(actor)
+        require_str(logical_name, "logical_name")
+        key = (logical_name, optional_str(tenant_id, "tenant_id"), optional_str(agent_version, "agent_version"))
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, got {type(reason).__name__}")
+        return self._unpin(key, None, actor, reason)
+
+    def _unpin(
+        self, key: tuple[str, str | None, str | None], pin: ToolPin | None, actor: str | None, reason: str = ""
+    ) -> bool:
+        """Remove the pin of ``key`` (only if it is still ``pin``, when given), through the control plane when attached."""
         with self._lock:
-            if self._pins.get(key) != pin:
-                return
+            current = self._pins.get(key)
+            if current is None or (pin is not None and current != pin):
+                return False
             control = self._control
             if control is None:
                 del self._pins[key]
                 revision = self._bump()
         if control is not None:
             try:
-                control.commit(ControlChange.unpin(*key, actor=control.actor))
+                control.commit(ControlChange.unpin(*key, actor=recorded_actor(control, actor), reason=reason))
             except ValueError:  # unpinned meanwhile, on another host
                 control.sync()
-            return
-        self._emit(ToolsChangedEvent(None, pin.logical_name, "pin", revision=revision))
+                return False
+            return True
+        self._emit(ToolsChangedEvent(None, key[0], "pin", revision=revision))
+        return True
 
     # --------------------------------------------------------------- policy
     def add_deny_rule(self, rule: DenyRule) -> Registration:

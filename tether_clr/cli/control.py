@@ -4,7 +4,9 @@
 changes, kill switches, the control revision, and who changed each, when and
 why); ``disable`` / ``enable`` / ``deprecate`` / ``pin`` / ``unpin`` / ``kill`` /
 ``unkill`` commit one :class:`~tether_clr.ControlChange` each, recorded with
-``--actor`` (default: the OS user) and ``--reason``, and print what changed and
+``--actor NAME`` (default: the OS user; an actor
+:func:`~tether_clr.catalog.control.check_actor` refuses is bad usage) and
+``--reason``, and print what changed and
 the new revision. Every attached registry applies it within its ``max_staleness``.
 
 ``--db`` (and ``mcp serve``/``run``'s ``--control``) names the store the way
@@ -30,7 +32,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from tether_clr.catalog.control import ControlChange
+from tether_clr.catalog.control import MAX_ACTOR_LENGTH, ControlChange, check_actor, recordable_actor
 from tether_clr.catalog.control_state import ControlState
 from tether_clr.catalog.kill_switches import KillSwitch, VersionRange
 from tether_clr.catalog.lifecycle import ToolStatus
@@ -122,7 +124,10 @@ def _stamp(change: ControlChange) -> str:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _db_option = click.option("--db", required=True, help=CONTROL_HELP)
-_actor_option = click.option("--actor", default=None, help="who makes the change (default: the OS user).")
+_actor_option = click.option(
+    "--actor", default=None, metavar="NAME",
+    help=f"who makes the change, recorded and shown (default: the OS user); one line, at most {MAX_ACTOR_LENGTH} characters.",
+)  # fmt: skip
 
 
 def _reason_option(required: bool = False) -> Callable[[_F], _F]:
@@ -130,12 +135,14 @@ def _reason_option(required: bool = False) -> Callable[[_F], _F]:
 
 
 def _actor(actor: str | None) -> str:
+    """``--actor`` checked (bad usage when refused), or the OS user made a valid actor."""
     if actor is not None:
-        if not actor:
-            raise click.UsageError("--actor must not be empty")
-        return actor
+        try:
+            return check_actor(actor)
+        except ValueError as exc:
+            raise click.UsageError(f"--actor: {exc}") from exc
     try:
-        return getpass.getuser()
+        return recordable_actor(getpass.getuser())
     except Exception:  # no user name in the environment: still an honest record
         return "unknown"
 

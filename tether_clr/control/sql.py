@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from tether_clr.catalog.control import ControlChange, ControlFeed
+from tether_clr.catalog.control import ControlChange, ControlFeed, check_actor
 from tether_clr.catalog.control_state import admit, decode_metadata
 from tether_clr.catalog.kill_switches import KillSwitch
 from tether_clr.foundations.incidents import IncidentLog
@@ -80,7 +80,9 @@ def change_from_row(row: Sequence[Any]) -> ControlChange:
 
 
 def _check_data(change: ControlChange) -> None:
-    """Refuse data no host could apply, before it is written (``ValueError``)."""
+    """Refuse data no host could apply, or an actor :func:`~tether_clr.catalog.control.check_actor` refuses,
+    before it is written (``ValueError``)."""
+    check_actor(change.actor)
     try:
         if change.kind == "metadata":
             decode_metadata(change.data["changes"])
