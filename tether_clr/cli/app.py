@@ -42,7 +42,7 @@ from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_s
 from tether_clr.cli.script import Script, ScriptError, load_script
 from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
 from tether_clr.foundations.text import describe_exception
-from tether_clr.recording.session.events import TURN_START, SessionEvent
+from tether_clr.recording.session.events import TURN_START, SessionEvent, SessionLeasedError
 from tether_clr.recording.session.grant_checks import stored_grant_events
 from tether_clr.recording.session.steps import read_steps
 from tether_clr.recording.session.sql_store import SqlSessionStore
@@ -311,7 +311,9 @@ def log_show(session_id: str, db: str, as_json: bool) -> None:
 
 @log.command("verify")
 @click.option("--db", required=True, help=_DB_HELP)
-@click.option("--open-ok", is_flag=True, help="tolerate steps and turns still open (a session being written).")
+@click.option("--open-ok", is_flag=True,
+              help="tolerate steps and turns still open: for a session a live writer is writing now (a serving "
+                   "replica's). Not a clean bill for a crashed session: its open turn is what `log repair` closes.")
 @click.argument("session_ids", metavar="[SESSION]...", nargs=-1)
 def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
     """Check the log's invariants on every session (or the SESSIONs named); exit 1 on any violation.
@@ -351,7 +353,11 @@ def log_repair(session_id: str, db: str) -> None:
     open steps and turns are closed.
     """
     with _store(db) as store:
-        appended = _run_async(store.repair, session_id)
+        try:
+            appended = _run_async(store.repair, session_id)
+        except SessionLeasedError as exc:
+            _fault(f"{exc}: a replica is serving it (or a crashed writer's lease has not run out yet); "
+                   f"nothing was changed. Stop the replica, or wait {store.lease_seconds:g} s after a crash, and repair again")
     click.echo(f"session {session_id}: {appended} event(s) appended" + ("" if appended else " (nothing was open)"))
 
 
@@ -376,8 +382,18 @@ def mcp() -> None:
 @click.option("--scope", "scopes", multiple=True, help="a fixed identity: a scope the principal holds (repeatable).")
 @click.option("--context", "context_spec", default=None, metavar="package.module:attr",
               help="instead of a fixed identity: context_for(request) -> RequestContext | None (sync or async).")
-@click.option("--db", default=None, help=_DB_HELP + "; records every call (each call a turn of one session).")
-@click.option("--session", "session_id", default=None, help="--db: the session calls are recorded in (default: a new one).")
+@click.option("--db", default=None,
+              help=_DB_HELP + "; records every call: each MCP session its own log session, each call a turn of it.")
+@click.option("--session", "session_id", default=None,
+              help="--db: stdio: the one log session every call is recorded in (default: mcp-<random>); "
+                   "http: the prefix of the log sessions, <prefix>-<Mcp-Session-Id> (default: mcp).")
+@click.option("--page-size", default=50, show_default=True, type=click.IntRange(min=1), help="tools per tools/list page.")
+@click.option("--grace", default=10.0, show_default=True, type=click.FloatRange(min=0),
+              help="on SIGTERM/SIGINT: seconds calls in flight may take to finish before they are cancelled (shutdown).")
+@click.option("--session-idle-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="http: close an MCP session no request has been in flight on for this many seconds.")
+@click.option("--max-sessions", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="http: MCP sessions open at once; a new one past it is refused (HTTP 503), the others keep working.")
 @click.option("--control", "control_db", default=None,
               help=CONTROL_HELP + "; the registry follows it (registry.attach_control) before serving.")
 @click.option("--max-staleness", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -395,6 +411,10 @@ def mcp_serve(
     context_spec: str | None,
     db: str | None,
     session_id: str | None,
+    page_size: int,
+    grace: float,
+    session_idle_timeout: float,
+    max_sessions: int,
     control_db: str | None,
     max_staleness: float,
 ) -> None:
@@ -404,38 +424,72 @@ def mcp_serve(
     identity (--tenant, --principal, --scope) for every request, or --context
     naming a context_for callable given each McpRequest. Messages go to stderr
     (stdout is the stdio transport's). Stops when the client closes stdin
-    (stdio), or on SIGINT/SIGTERM. Exit 0 when stopped, 1 on an infrastructure
-    fault, 2 on bad usage.
+    (stdio), or on SIGINT/SIGTERM: no new call starts, calls in flight get
+    --grace seconds to finish, then are cancelled (reason shutdown); all are
+    recorded. Exit 0 when stopped, 1 on an infrastructure fault (or a --session
+    a live replica holds), 2 on bad usage.
     """
     context_for = _identity(tenant, principal, scopes, context_spec)
     if not http_path.startswith("/"):
         raise click.UsageError(f"--path must start with '/', got {http_path!r}")
     try:
-        from tether_clr.cli.serve import SessionCallSink
+        from tether_clr.cli.serve import LogSessions
         from tether_clr.mcp import create_server
     except ImportError as exc:
         _fault(f"the MCP server needs the mcp extra (pip install 'tether_clr[mcp]'): {describe_exception(exc)}")
     registry, names = _registry(tool_specs, assemblies)
     err = _console(stderr=True)
     with ExitStack() as stack:
-        sink = None
+        sessions = None
         if db is not None:
             store = stack.enter_context(_store(db))
-            session = session_id or f"mcp-{uuid.uuid4().hex[:12]}"
-            sink = SessionCallSink(store, session)
-            err.print(f"recording every call in session {session} of {db}", markup=False)
+            sessions = _log_sessions(store, db, transport, session_id, err)
+            stack.callback(_run_async, sessions.stop)
         elif session_id is not None:
             raise click.UsageError("--session needs --db")
         if control_db is not None:
             _attach(stack, registry, control_db, max_staleness, err)
-        server = create_server(registry, context_for=context_for, sink=sink)
+        server = create_server(
+            registry, context_for=context_for, page_size=page_size, sink_for=None if sessions is None else sessions.sink_for
+        )
         stack.callback(server.close)
         tools = ", ".join(sorted(set(names))) or "none"
         if transport == "stdio":
             err.print(f"serving MCP over stdio; tools: {tools}", markup=False)
-            _serve_stdio(server.run_stdio)
+            _serve_stdio(server, grace, err)
         else:
-            _serve_http(lambda: server.streamable_http_app(path=http_path), host, port, http_path, tools, err)
+            app = functools.partial(
+                server.streamable_http_app, path=http_path, session_idle_timeout=session_idle_timeout,
+                max_sessions=max_sessions,
+            )
+            _serve_http(app, server.drain, grace, host, port, http_path, tools, err)
+
+
+def _log_sessions(store: SqlSessionStore, db: str, transport: str, session_id: str | None, err: Console) -> Any:
+    """The LogSessions of ``--db``, started: what a crash left open repaired (said on stderr); exit 1 when
+    the fixed session is held by a live writer."""
+    from tether_clr.cli.serve import LogSessions
+
+    def notify(message: str) -> None:
+        err.print(message, markup=False)
+
+    if transport == "stdio":
+        fixed = session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        sessions = LogSessions(store, fixed=fixed, notify=notify)
+        where = f"session {fixed}"
+    else:
+        prefix = session_id or "mcp"
+        sessions = LogSessions(store, prefix=prefix, notify=notify)
+        where = f"a session per MCP session, {prefix}-<session id>,"
+    try:
+        _run_async(sessions.start)
+    except SessionLeasedError as exc:
+        _fault(f"{exc}: another replica is serving it (a crashed one's lease runs out within "
+               f"{store.lease_seconds:g} s)")  # fmt: skip
+    except Exception as exc:
+        _fault(f"cannot open the session log {db!r}: {describe_exception(exc)}")
+    err.print(f"recording every call in {where} of {db}", markup=False)
+    return sessions
 
 
 def _attach(stack: ExitStack, registry: ToolRegistry, control_db: str, max_staleness: float, err: Console) -> None:
@@ -478,25 +532,66 @@ def _identity(
         raise click.UsageError(str(exc)) from exc
 
 
-def _serve_stdio(run_stdio: Callable[[], Any]) -> None:
-    """Serve until the client closes stdin; SIGINT and SIGTERM stop it quietly (exit 0)."""
+def _serve_stdio(server: Any, grace: float, err: Console) -> None:
+    """Serve until the client closes stdin; on SIGINT or SIGTERM drain (``server.drain(grace)``), then exit 0."""
 
-    def stop(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
+    async def serve() -> None:
+        async with anyio.create_task_group() as group:
 
-    previous = signal.signal(signal.SIGTERM, stop)
+            async def stdio() -> None:
+                await server.run_stdio()
+                group.cancel_scope.cancel()
+
+            group.start_soon(stdio)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    await _drain(server.drain, grace, signal.Signals(signum).name, err)
+                    raise KeyboardInterrupt  # the stdin reader is a thread no cancellation stops
+
     try:
-        _run_async(run_stdio)
+        _run_async(serve)
     except KeyboardInterrupt:
         pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
-def _serve_http(make_app: Callable[[], Any], host: str, port: int, path: str, tools: str, err: Console) -> None:
+async def _drain(drain: Callable[[float], Any], grace: float, why: str, err: Console) -> None:
+    err.print(f"{why}: no new calls; waiting up to {grace:g} s for the calls in flight", markup=False)
+    cancelled = await drain(grace)
+    err.print("stopped" + (f"; {cancelled} call(s) cancelled (shutdown)" if cancelled else ""), markup=False)
+
+
+def _serve_http(
+    make_app: Callable[[], Any], drain: Callable[[float], Any], grace: float, host: str, port: int, path: str,
+    tools: str, err: Console,
+) -> None:
     """Serve streamable HTTP with uvicorn on a socket bound here (so port 0 works and the URL printed is
-    the real one); uvicorn stops cleanly on SIGINT and SIGTERM."""
+    the real one); on SIGINT or SIGTERM stop accepting, drain (``drain(grace)``), then stop (exit 0)."""
     import uvicorn
+
+    from sse_starlette.sse import AppStatus
+
+    # sse-starlette (the SDK's SSE responses) ends every open SSE stream within 0.5 s of uvicorn's
+    # stop signal, so a call in flight would lose its answer (the client reads "SSE stream ended
+    # without a response"): the streams are ended here instead, once the calls have drained.
+    AppStatus.disable_automatic_graceful_drain()
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, draining the MCP server's calls before its own shutdown.
+
+        On SIGINT/SIGTERM: stop accepting connections, let the calls in flight end (``grace`` seconds,
+        then cancelled with reason shutdown, recorded, answered), then end the SSE streams (a client's
+        open GET stream never ends by itself), and let uvicorn close what is left of the connections
+        (``timeout_graceful_shutdown``) and run the lifespan's end (the MCP sessions close, their log
+        sessions' leases are freed)."""
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for server in self.servers:
+                server.close()
+            for listening in sockets or []:
+                listening.close()
+            await _drain(drain, grace, "stopping", err)
+            AppStatus.should_exit = True
+            await super().shutdown(sockets)
 
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
@@ -508,12 +603,12 @@ def _serve_http(make_app: Callable[[], Any], host: str, port: int, path: str, to
         shown = f"[{host}]" if ":" in host else host
         err.print(f"serving MCP at http://{shown}:{bound}{path}; tools: {tools}", markup=False)
         # The app is built on uvicorn's loop (factory=True): the SDK makes its anyio primitives when built.
-        config = uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on")
+        config = uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
         # uvicorn shuts down on SIGINT/SIGTERM, then raises the signal again for the handlers it
         # found: these make that a quiet exit 0 rather than a death by signal.
         previous = {number: signal.signal(number, _stopped) for number in (signal.SIGINT, signal.SIGTERM)}
         try:
-            uvicorn.Server(config).run(sockets=[sock])
+            Server(config).run(sockets=[sock])
         except Exception as exc:
             _fault(describe_exception(exc))
         finally:
