@@ -342,6 +342,14 @@ def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
         sys.exit(EXIT_FAULT)
 
 
+async def _leased_as_value(function: Callable[..., Any], *args: Any) -> Any:
+    """``await function(*args)``, a SessionLeasedError returned rather than raised (the caller says what it means)."""
+    try:
+        return await function(*args)
+    except SessionLeasedError as exc:
+        return exc
+
+
 @log.command("repair")
 @click.argument("session_id", metavar="SESSION")
 @click.option("--db", required=True, help=_DB_HELP)
@@ -353,9 +361,9 @@ def log_repair(session_id: str, db: str) -> None:
     open steps and turns are closed.
     """
     with _store(db) as store:
-        try:
-            appended = _run_async(store.repair, session_id)
-        except SessionLeasedError as exc:
+        appended = _run_async(_leased_as_value, store.repair, session_id)
+        if isinstance(appended, SessionLeasedError):
+            exc = appended
             _fault(f"{exc}: a replica is serving it (or a crashed writer's lease has not run out yet); "
                    f"nothing was changed. Stop the replica, or wait {store.lease_seconds:g} s after a crash, and repair again")
     click.echo(f"session {session_id}: {appended} event(s) appended" + ("" if appended else " (nothing was open)"))
@@ -481,13 +489,10 @@ def _log_sessions(store: SqlSessionStore, db: str, transport: str, session_id: s
         prefix = session_id or "mcp"
         sessions = LogSessions(store, prefix=prefix, notify=notify)
         where = f"a session per MCP session, {prefix}-<session id>,"
-    try:
-        _run_async(sessions.start)
-    except SessionLeasedError as exc:
-        _fault(f"{exc}: another replica is serving it (a crashed one's lease runs out within "
+    started = _run_async(_leased_as_value, sessions.start)
+    if isinstance(started, SessionLeasedError):
+        _fault(f"{started}: another replica is serving it (a crashed one's lease runs out within "
                f"{store.lease_seconds:g} s)")  # fmt: skip
-    except Exception as exc:
-        _fault(f"cannot open the session log {db!r}: {describe_exception(exc)}")
     err.print(f"recording every call in {where} of {db}", markup=False)
     return sessions
 
@@ -573,7 +578,7 @@ def _serve_http(
     # sse-starlette (the SDK's SSE responses) ends every open SSE stream within 0.5 s of uvicorn's
     # stop signal, so a call in flight would lose its answer (the client reads "SSE stream ended
     # without a response"): the streams are ended here instead, once the calls have drained.
-    AppStatus.disable_automatic_graceful_drain()
+    AppStatus.enable_automatic_graceful_drain = False  # what its disable_automatic_graceful_drain() sets
 
     class Server(uvicorn.Server):
         """uvicorn's server, draining the MCP server's calls before its own shutdown.
