@@ -237,3 +237,42 @@ async def test_page_size_session_limit_and_idle_timeout(tmp_path: Path) -> None:
                 assert (await raw.post(served.url, json=INIT)).status_code == 503  # full again: refused cleanly
                 assert (await c.call_tool("price", {"product": "tea"})).is_error is False  # the open one still works
         assert served.stop() == 0
+
+
+async def test_sigterm_over_stdio_cancels_a_call_longer_than_grace_answers_it_and_frees_the_session(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    location, marker = str(tmp_path / "log.sqlite"), tmp_path / "started"
+    command = [*SERVE[:5], "--tools", "tests.support.mcp_ops_tools:register", "--tenant", "acme", "--principal", "alice",
+               "--db", location, "--session", "fixed", "--grace", "0.5"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+
+    def send(message: dict[str, object]) -> None:
+        process.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+
+    try:
+        send(INIT)
+        assert '"id":1' in await anyio.to_thread.run_sync(process.stdout.readline)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "slow", "arguments": {"seconds": 600, "marker": str(marker)}}})  # fmt: skip
+        await poll(lambda: anyio.to_thread.run_sync(marker.exists), "the slow body to start")
+        process.send_signal(signal.SIGTERM)  # stdin stays open: the client is still there
+        code = await anyio.to_thread.run_sync(lambda: process.wait(60))
+        answer = json.loads(process.stdout.readline())
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 0
+    assert answer["id"] == 2 and answer["result"]["isError"] is True
+    assert answer["result"]["structuredContent"]["message"] == "cancelled: shutdown"
+    with open_store("sqlite", location) as store:
+        events = await store.events("fixed")
+        assert log_violations(events) == []
+        # the lease was freed: a repair is not refused
+        assert await store.repair("fixed") == 0

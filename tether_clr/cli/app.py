@@ -40,6 +40,7 @@ from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
+from tether_clr.cli.serving import serve_http, serve_stdio
 from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
 from tether_clr.foundations.text import describe_exception
 from tether_clr.recording.session.events import TURN_START, SessionEvent, SessionLeasedError
@@ -342,6 +343,10 @@ def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
         sys.exit(EXIT_FAULT)
 
 
+async def _nothing() -> None:
+    """Nothing to do."""
+
+
 async def _leased_as_value(function: Callable[..., Any], *args: Any) -> Any:
     """``await function(*args)``, a SessionLeasedError returned rather than raised (the caller says what it means)."""
     try:
@@ -464,13 +469,13 @@ def mcp_serve(
         tools = ", ".join(sorted(set(names))) or "none"
         if transport == "stdio":
             err.print(f"serving MCP over stdio; tools: {tools}", markup=False)
-            _serve_stdio(server, grace, err)
+            serve_stdio(server, grace, err, _run_async, _nothing if sessions is None else sessions.stop)
         else:
             app = functools.partial(
                 server.streamable_http_app, path=http_path, session_idle_timeout=session_idle_timeout,
                 max_sessions=max_sessions,
             )
-            _serve_http(app, server.drain, grace, host, port, http_path, tools, err)
+            serve_http(app, server.drain, grace, host, port, http_path, tools, err, _fault)
 
 
 def _log_sessions(store: SqlSessionStore, db: str, transport: str, session_id: str | None, err: Console) -> Any:
@@ -535,94 +540,6 @@ def _identity(
         return fixed_context(RequestContext(tenant, principal, frozenset(scopes)))
     except (TypeError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
-
-
-def _serve_stdio(server: Any, grace: float, err: Console) -> None:
-    """Serve until the client closes stdin; on SIGINT or SIGTERM drain (``server.drain(grace)``), then exit 0."""
-
-    async def serve() -> None:
-        async with anyio.create_task_group() as group:
-
-            async def stdio() -> None:
-                await server.run_stdio()
-                group.cancel_scope.cancel()
-
-            group.start_soon(stdio)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for signum in signals:
-                    await _drain(server.drain, grace, signal.Signals(signum).name, err)
-                    raise KeyboardInterrupt  # the stdin reader is a thread no cancellation stops
-
-    try:
-        _run_async(serve)
-    except KeyboardInterrupt:
-        pass
-
-
-async def _drain(drain: Callable[[float], Any], grace: float, why: str, err: Console) -> None:
-    err.print(f"{why}: no new calls; waiting up to {grace:g} s for the calls in flight", markup=False)
-    cancelled = await drain(grace)
-    err.print("stopped" + (f"; {cancelled} call(s) cancelled (shutdown)" if cancelled else ""), markup=False)
-
-
-def _serve_http(
-    make_app: Callable[[], Any], drain: Callable[[float], Any], grace: float, host: str, port: int, path: str,
-    tools: str, err: Console,
-) -> None:
-    """Serve streamable HTTP with uvicorn on a socket bound here (so port 0 works and the URL printed is
-    the real one); on SIGINT or SIGTERM stop accepting, drain (``drain(grace)``), then stop (exit 0)."""
-    import uvicorn
-
-    from sse_starlette.sse import AppStatus
-
-    # sse-starlette (the SDK's SSE responses) ends every open SSE stream within 0.5 s of uvicorn's
-    # stop signal, so a call in flight would lose its answer (the client reads "SSE stream ended
-    # without a response"): the streams are ended here instead, once the calls have drained.
-    AppStatus.enable_automatic_graceful_drain = False  # what its disable_automatic_graceful_drain() sets
-
-    class Server(uvicorn.Server):
-        """uvicorn's server, draining the MCP server's calls before its own shutdown.
-
-        On SIGINT/SIGTERM: stop accepting connections, let the calls in flight end (``grace`` seconds,
-        then cancelled with reason shutdown, recorded, answered), then end the SSE streams (a client's
-        open GET stream never ends by itself), and let uvicorn close what is left of the connections
-        (``timeout_graceful_shutdown``) and run the lifespan's end (the MCP sessions close, their log
-        sessions' leases are freed)."""
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            for server in self.servers:
-                server.close()
-            for listening in sockets or []:
-                listening.close()
-            await _drain(drain, grace, "stopping", err)
-            AppStatus.should_exit = True
-            await super().shutdown(sockets)
-
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        _fault(f"cannot listen on {host}:{port}: {describe_exception(exc)}")
-    with sock:
-        bound = sock.getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        err.print(f"serving MCP at http://{shown}:{bound}{path}; tools: {tools}", markup=False)
-        # The app is built on uvicorn's loop (factory=True): the SDK makes its anyio primitives when built.
-        config = uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
-        # uvicorn shuts down on SIGINT/SIGTERM, then raises the signal again for the handlers it
-        # found: these make that a quiet exit 0 rather than a death by signal.
-        previous = {number: signal.signal(number, _stopped) for number in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            Server(config).run(sockets=[sock])
-        except Exception as exc:
-            _fault(describe_exception(exc))
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
-
-
-def _stopped(_signum: int, _frame: Any) -> None:
-    """A stop signal, once the server has shut down: nothing left to do."""
 
 
 @cli.command()
