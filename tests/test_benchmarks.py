@@ -103,3 +103,15 @@ def test_write_docs_is_the_flag_and_write_readme_still_works() -> None:
     assert peers.parse_args(["--quick", "--write-readme"]).write_docs is True
     assert peers.parse_args(["--write-docs"]).write_docs is True
     assert peers.parse_args([]).write_docs is False
+
+
+def test_mcp_concurrency_benchmark_serves_with_and_without_the_session_log_and_reports_the_ratio() -> None:
+    pytest.importorskip("tether_clr.mcp", reason="the MCP server needs the mcp extra (mcp 2.x)")
+    from tests.support.session_stores import postgres_dsn
+
+    dsn = postgres_dsn()
+    command = [sys.executable, str(ROOT / "benchmarks" / "mcp_concurrency.py"), "--quick", "--dsn", dsn]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    for row in ("| without --db |", "| --db on PostgreSQL |", "`--db` on PostgreSQL / without:", "target at most 1.5x"):
+        assert row in done.stdout, row

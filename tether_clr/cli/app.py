@@ -40,9 +40,10 @@ from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
+from tether_clr.cli.serving import serve_http, serve_stdio
 from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
 from tether_clr.foundations.text import describe_exception
-from tether_clr.recording.session.events import TURN_START, SessionEvent
+from tether_clr.recording.session.events import TURN_START, SessionEvent, SessionLeasedError
 from tether_clr.recording.session.grant_checks import stored_grant_events
 from tether_clr.recording.session.steps import read_steps
 from tether_clr.recording.session.sql_store import SqlSessionStore
@@ -311,7 +312,9 @@ def log_show(session_id: str, db: str, as_json: bool) -> None:
 
 @log.command("verify")
 @click.option("--db", required=True, help=_DB_HELP)
-@click.option("--open-ok", is_flag=True, help="tolerate steps and turns still open (a session being written).")
+@click.option("--open-ok", is_flag=True,
+              help="tolerate steps and turns still open: for a session a live writer is writing now (a serving "
+                   "replica's). Not a clean bill for a crashed session: its open turn is what `log repair` closes.")
 @click.argument("session_ids", metavar="[SESSION]...", nargs=-1)
 def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
     """Check the log's invariants on every session (or the SESSIONs named); exit 1 on any violation.
@@ -340,6 +343,18 @@ def log_verify(db: str, open_ok: bool, session_ids: tuple[str, ...]) -> None:
         sys.exit(EXIT_FAULT)
 
 
+async def _nothing() -> None:
+    """Nothing to do."""
+
+
+async def _leased_as_value(function: Callable[..., Any], *args: Any) -> Any:
+    """``await function(*args)``, a SessionLeasedError returned rather than raised (the caller says what it means)."""
+    try:
+        return await function(*args)
+    except SessionLeasedError as exc:
+        return exc
+
+
 @log.command("repair")
 @click.argument("session_id", metavar="SESSION")
 @click.option("--db", required=True, help=_DB_HELP)
@@ -351,7 +366,11 @@ def log_repair(session_id: str, db: str) -> None:
     open steps and turns are closed.
     """
     with _store(db) as store:
-        appended = _run_async(store.repair, session_id)
+        appended = _run_async(_leased_as_value, store.repair, session_id)
+        if isinstance(appended, SessionLeasedError):
+            exc = appended
+            _fault(f"{exc}: a replica is serving it (or a crashed writer's lease has not run out yet); "
+                   f"nothing was changed. Stop the replica, or wait {store.lease_seconds:g} s after a crash, and repair again")
     click.echo(f"session {session_id}: {appended} event(s) appended" + ("" if appended else " (nothing was open)"))
 
 
@@ -376,8 +395,18 @@ def mcp() -> None:
 @click.option("--scope", "scopes", multiple=True, help="a fixed identity: a scope the principal holds (repeatable).")
 @click.option("--context", "context_spec", default=None, metavar="package.module:attr",
               help="instead of a fixed identity: context_for(request) -> RequestContext | None (sync or async).")
-@click.option("--db", default=None, help=_DB_HELP + "; records every call (each call a turn of one session).")
-@click.option("--session", "session_id", default=None, help="--db: the session calls are recorded in (default: a new one).")
+@click.option("--db", default=None,
+              help=_DB_HELP + "; records every call: each MCP session its own log session, each call a turn of it.")
+@click.option("--session", "session_id", default=None,
+              help="--db: stdio: the one log session every call is recorded in (default: mcp-<random>); "
+                   "http: the prefix of the log sessions, <prefix>-<Mcp-Session-Id> (default: mcp).")
+@click.option("--page-size", default=50, show_default=True, type=click.IntRange(min=1), help="tools per tools/list page.")
+@click.option("--grace", default=10.0, show_default=True, type=click.FloatRange(min=0),
+              help="on SIGTERM/SIGINT: seconds calls in flight may take to finish before they are cancelled (shutdown).")
+@click.option("--session-idle-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="http: close an MCP session no request has been in flight on for this many seconds.")
+@click.option("--max-sessions", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="http: MCP sessions open at once; a new one past it is refused (HTTP 503), the others keep working.")
 @click.option("--control", "control_db", default=None,
               help=CONTROL_HELP + "; the registry follows it (registry.attach_control) before serving.")
 @click.option("--max-staleness", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -395,6 +424,10 @@ def mcp_serve(
     context_spec: str | None,
     db: str | None,
     session_id: str | None,
+    page_size: int,
+    grace: float,
+    session_idle_timeout: float,
+    max_sessions: int,
     control_db: str | None,
     max_staleness: float,
 ) -> None:
@@ -404,38 +437,69 @@ def mcp_serve(
     identity (--tenant, --principal, --scope) for every request, or --context
     naming a context_for callable given each McpRequest. Messages go to stderr
     (stdout is the stdio transport's). Stops when the client closes stdin
-    (stdio), or on SIGINT/SIGTERM. Exit 0 when stopped, 1 on an infrastructure
-    fault, 2 on bad usage.
+    (stdio), or on SIGINT/SIGTERM: no new call starts, calls in flight get
+    --grace seconds to finish, then are cancelled (reason shutdown); all are
+    recorded. Exit 0 when stopped, 1 on an infrastructure fault (or a --session
+    a live replica holds), 2 on bad usage.
     """
     context_for = _identity(tenant, principal, scopes, context_spec)
     if not http_path.startswith("/"):
         raise click.UsageError(f"--path must start with '/', got {http_path!r}")
     try:
-        from tether_clr.cli.serve import SessionCallSink
+        from tether_clr.cli.serve import LogSessions
         from tether_clr.mcp import create_server
     except ImportError as exc:
         _fault(f"the MCP server needs the mcp extra (pip install 'tether_clr[mcp]'): {describe_exception(exc)}")
     registry, names = _registry(tool_specs, assemblies)
     err = _console(stderr=True)
     with ExitStack() as stack:
-        sink = None
+        sessions = None
         if db is not None:
             store = stack.enter_context(_store(db))
-            session = session_id or f"mcp-{uuid.uuid4().hex[:12]}"
-            sink = SessionCallSink(store, session)
-            err.print(f"recording every call in session {session} of {db}", markup=False)
+            sessions = _log_sessions(store, db, transport, session_id, err)
+            stack.callback(_run_async, sessions.stop)
         elif session_id is not None:
             raise click.UsageError("--session needs --db")
         if control_db is not None:
             _attach(stack, registry, control_db, max_staleness, err)
-        server = create_server(registry, context_for=context_for, sink=sink)
+        server = create_server(
+            registry, context_for=context_for, page_size=page_size, sink_for=None if sessions is None else sessions.sink_for
+        )
         stack.callback(server.close)
         tools = ", ".join(sorted(set(names))) or "none"
         if transport == "stdio":
             err.print(f"serving MCP over stdio; tools: {tools}", markup=False)
-            _serve_stdio(server.run_stdio)
+            serve_stdio(server, grace, err, _run_async, _nothing if sessions is None else sessions.stop)
         else:
-            _serve_http(lambda: server.streamable_http_app(path=http_path), host, port, http_path, tools, err)
+            app = functools.partial(
+                server.streamable_http_app, path=http_path, session_idle_timeout=session_idle_timeout,
+                max_sessions=max_sessions,
+            )
+            serve_http(app, server.drain, grace, host, port, http_path, tools, err, _fault)
+
+
+def _log_sessions(store: SqlSessionStore, db: str, transport: str, session_id: str | None, err: Console) -> Any:
+    """The LogSessions of ``--db``, started: what a crash left open repaired (said on stderr); exit 1 when
+    the fixed session is held by a live writer."""
+    from tether_clr.cli.serve import LogSessions
+
+    def notify(message: str) -> None:
+        err.print(message, markup=False)
+
+    if transport == "stdio":
+        fixed = session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        sessions = LogSessions(store, fixed=fixed, notify=notify)
+        where = f"session {fixed}"
+    else:
+        prefix = session_id or "mcp"
+        sessions = LogSessions(store, prefix=prefix, notify=notify)
+        where = f"a session per MCP session, {prefix}-<session id>,"
+    started = _run_async(_leased_as_value, sessions.start)
+    if isinstance(started, SessionLeasedError):
+        _fault(f"{started}: another replica is serving it (a crashed one's lease runs out within "
+               f"{store.lease_seconds:g} s)")  # fmt: skip
+    err.print(f"recording every call in {where} of {db}", markup=False)
+    return sessions
 
 
 def _attach(stack: ExitStack, registry: ToolRegistry, control_db: str, max_staleness: float, err: Console) -> None:
@@ -476,53 +540,6 @@ def _identity(
         return fixed_context(RequestContext(tenant, principal, frozenset(scopes)))
     except (TypeError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
-
-
-def _serve_stdio(run_stdio: Callable[[], Any]) -> None:
-    """Serve until the client closes stdin; SIGINT and SIGTERM stop it quietly (exit 0)."""
-
-    def stop(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        _run_async(run_stdio)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _serve_http(make_app: Callable[[], Any], host: str, port: int, path: str, tools: str, err: Console) -> None:
-    """Serve streamable HTTP with uvicorn on a socket bound here (so port 0 works and the URL printed is
-    the real one); uvicorn stops cleanly on SIGINT and SIGTERM."""
-    import uvicorn
-
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        _fault(f"cannot listen on {host}:{port}: {describe_exception(exc)}")
-    with sock:
-        bound = sock.getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        err.print(f"serving MCP at http://{shown}:{bound}{path}; tools: {tools}", markup=False)
-        # The app is built on uvicorn's loop (factory=True): the SDK makes its anyio primitives when built.
-        config = uvicorn.Config(make_app, factory=True, log_level="warning", lifespan="on")
-        # uvicorn shuts down on SIGINT/SIGTERM, then raises the signal again for the handlers it
-        # found: these make that a quiet exit 0 rather than a death by signal.
-        previous = {number: signal.signal(number, _stopped) for number in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            uvicorn.Server(config).run(sockets=[sock])
-        except Exception as exc:
-            _fault(describe_exception(exc))
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
-
-
-def _stopped(_signum: int, _frame: Any) -> None:
-    """A stop signal, once the server has shut down: nothing left to do."""
 
 
 @cli.command()

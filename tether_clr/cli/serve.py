@@ -5,23 +5,30 @@ Identity is the host's: a fixed :class:`~tether_clr.RequestContext` (``--tenant`
 ``context_for(request)`` callable (sync or async) given each
 :class:`~tether_clr.mcp.McpRequest`. With neither the command refuses to start.
 
-``--db``: every call is recorded in the session log by a :class:`SessionCallSink`:
-one session per server process, each call its own turn with one step.
+``--db``: every call is recorded in the session log. :class:`LogSessions` maps
+each MCP session to a log session of its own (the server's ``sink_for``), which
+the replica holds the lease of for as long as the MCP session lasts; each call is
+a turn of it with one step, recorded by a :class:`SessionCallSink`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 
+from tether_clr.recording.session.events import SessionEvent, SessionLeasedError
+from tether_clr.recording.session.protocol import SessionClaim
 from tether_clr.recording.session.sql_store import SqlSessionStore
 from tether_clr.recording.session.sink import SessionSink
+from tether_clr.recording.session.steps import read_steps
 from tether_clr.records.context import RequestContext
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
-__all__ = ["SessionCallSink", "fixed_context"]
+__all__ = ["LogSessions", "SessionCallSink", "fixed_context", "open_turns"]
 
 
 def fixed_context(context: RequestContext) -> Callable[[Any], RequestContext]:
@@ -33,25 +40,40 @@ def fixed_context(context: RequestContext) -> Callable[[Any], RequestContext]:
     return context_for
 
 
+def open_turns(events: Sequence[SessionEvent]) -> list[int]:
+    """The turns of a session's log that were started and never ended (what a crashed writer leaves)."""
+    return sorted(turn for turn, ended in read_steps(events).turns.items() if not ended)
+
+
 class SessionCallSink:
-    """The MCP server's sink for ``--db``: each call (each one-call batch) is a turn of ``session_id``
+    """The sink of one log session for ``--db``: each call (each one-call batch) is a turn of ``session_id``
     with one step, recorded by the store's own step sink, so the log passes ``log_violations``.
 
     A session's turns follow one another, so calls are recorded one at a time: a call
     waits until the one before it has finished (its turn is closed) before its own turn
-    starts. ``parks_approvals`` is False: an MCP request cannot wait for a later decision,
-    so a ``DEFERRED`` approval fails closed (UNAVAILABLE) instead of parking the call.
+    starts. ``holder``: the lease this writer took with ``store.claim`` and holds for the
+    whole MCP session; every turn and step is written under it (none takes or frees a
+    lease of its own), so ``log repair`` cannot close a turn while it runs. Without it,
+    each turn and step takes the lease for itself. ``parks_approvals`` is False: an MCP
+    request cannot wait for a later decision, so a ``DEFERRED`` approval fails closed
+    (UNAVAILABLE) instead of parking the call.
     """
 
     parks_approvals = False
 
-    def __init__(self, store: SqlSessionStore, session_id: str) -> None:
+    def __init__(self, store: SqlSessionStore, session_id: str, *, holder: str | None = None) -> None:
         self.store = store
         self.session_id = session_id
+        self.holder = holder
         self._one_at_a_time: anyio.Semaphore | None = None
         self._turn: int | None = None
         self._step: SessionSink | None = None
         self._held = False
+
+    def _semaphore(self) -> anyio.Semaphore:
+        if self._one_at_a_time is None:
+            self._one_at_a_time = anyio.Semaphore(1)
+        return self._one_at_a_time
 
     def _current(self) -> SessionSink:
         if self._step is None:
@@ -59,14 +81,12 @@ class SessionCallSink:
         return self._step
 
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
-        if self._one_at_a_time is None:
-            self._one_at_a_time = anyio.Semaphore(1)
-        await self._one_at_a_time.acquire()
+        await self._semaphore().acquire()
         self._held = True
         try:
             names = [call.name for call in calls]
-            self._turn = await self.store.begin_turn(self.session_id, {"mcp": {"calls": names}})
-            self._step = self.store.sink(self.session_id, self._turn, 1)
+            self._turn = await self.store.begin_turn(self.session_id, {"mcp": {"calls": names}}, holder=self.holder)
+            self._step = self.store.sink(self.session_id, self._turn, 1, holder=self.holder)
             await self._step.batch_started(calls)
         except BaseException:
             await self._finish()
@@ -101,9 +121,175 @@ class SessionCallSink:
         try:
             if turn is not None:
                 with anyio.CancelScope(shield=True):
-                    await self.store.end_turn(self.session_id, turn)
+                    await self.store.end_turn(self.session_id, turn, holder=self.holder)
         finally:
             if self._held and self._one_at_a_time is not None:
                 self._held = False
                 self._one_at_a_time.release()
 
+    async def idle(self) -> None:
+        """Wait until no call of this session is being recorded (what closing the session waits for)."""
+        async with self._semaphore():
+            pass
+
+
+class _Open:
+    """One log session open on this replica: its sink, and how many connections use it."""
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.users = 0
+        self.sink: SessionCallSink | None = None
+
+
+class LogSessions:
+    """Which log session each MCP session's calls are recorded in (``mcp serve --db``); the server's ``sink_for``.
+
+    * ``fixed``: every call goes to that one session (``--session`` over stdio, whose
+      one connection is the one MCP session).
+    * otherwise ``prefix``: a handshake-era MCP session is ``<prefix>-<Mcp-Session-Id>``
+      over HTTP (``<prefix>-<fresh id>`` for a connection without one); a 2026-07-28
+      request, which has no session, is ``<prefix>-<context.session_id>`` when the
+      host's ``context_for`` names one (that client's requests share it), else a log
+      session of its own, ``<prefix>-<fresh id>``.
+
+    :meth:`start` (before serving) repairs what a crash left open, and takes the
+    fixed session's lease for the replica's lifetime. Opening a prefix's log session
+    takes its lease (``store.claim``), renewed by the store until the session closes,
+    and first repairs a turn a crashed writer left open (``notify`` says so). Closing it (the connection ended) waits for the call
+    being recorded, then frees the lease. Connections that map to the same log
+    session share it, and their calls are its turns one at a time; different log
+    sessions never wait on one another here.
+    """
+
+    def __init__(
+        self, store: SqlSessionStore, *, prefix: str | None = None, fixed: str | None = None,
+        notify: Callable[[str], None] = lambda _message: None,
+    ) -> None:
+        if (prefix is None) == (fixed is None):
+            raise ValueError("give a prefix or a fixed session, exactly one")
+        self.store, self.prefix, self.fixed, self.notify = store, prefix, fixed, notify
+        self._open: dict[str, _Open] = {}
+        self._fixed_sink: SessionCallSink | None = None
+        self._fixed_repaired = False
+
+    async def start(self) -> list[str]:
+        """Before serving: repair what a crash left open in this replica's sessions, saying so; returns them.
+
+        ``fixed``: take the session's lease for the replica's lifetime first (a crashed
+        writer's lease runs out within ``lease_seconds``: this waits for it, up to twice
+        that; :class:`SessionLeasedError` when a live writer keeps it), then repair
+        under it. ``prefix``: repair every ``<prefix>-*`` session whose last turn is
+        open, except those a live writer holds (another replica's, or one crashed less
+        than ``lease_seconds`` ago: ``log repair`` them later).
+        """
+        if self.fixed is not None:
+            deadline = anyio.current_time() + 2 * self.store.lease_seconds + 1
+            while True:
+                try:
+                    claim = await self.store.claim(self.fixed)
+                    break
+                except SessionLeasedError as exc:
+                    left = exc.expires_in if exc.expires_in is not None else self.store.lease_seconds
+                    if anyio.current_time() + left > deadline:
+                        raise
+                    self.notify(f"session {self.fixed} is leased by another writer for {left:.1f} s more; "
+                                "waiting for the lease to run out (a crashed replica's does)")  # fmt: skip
+                    await anyio.sleep(left + 0.05)
+            self._fixed_sink = await self._opened(claim)
+            return [self.fixed] if self._fixed_repaired else []
+        start = f"{self.prefix}-"
+        repaired = []
+        for name in [name for name in await self.store.sessions() if name.startswith(start)]:
+            crashed = open_turns(await self.store.events(name))
+            if not crashed:
+                continue
+            try:
+                appended = await self.store.repair(name)
+            except SessionLeasedError:
+                self.notify(f"session {name}: turn(s) {_turns(crashed)} open, but a live writer holds it; left alone")
+                continue
+            self.notify(f"session {name}: repaired the turn(s) {_turns(crashed)} a crash left open "
+                        f"({appended} event(s) appended) before serving")  # fmt: skip
+            repaired.append(name)
+        return repaired
+
+    async def stop(self) -> None:
+        """After serving: free the fixed session's lease (a prefix's sessions are freed as their connections end)."""
+        sink, self._fixed_sink = self._fixed_sink, None
+        if sink is not None:
+            await self.close(sink)
+
+    def session_for(self, request: Any, context: RequestContext) -> str:
+        """The log session of a connection whose first call is ``request`` by ``context``."""
+        if self.fixed is not None:
+            return self.fixed
+        key = getattr(request, "session_id", None) or context.session_id or uuid.uuid4().hex[:16]
+        return f"{self.prefix}-{key}"
+
+    @asynccontextmanager
+    async def sink_for(self, request: Any, context: RequestContext) -> AsyncIterator[SessionCallSink]:
+        """The server's ``sink_for``: the connection's log session, open while the connection lasts."""
+        if self.fixed is not None:
+            if self._fixed_sink is None:
+                raise RuntimeError("LogSessions.start() was not awaited before serving")
+            yield self._fixed_sink
+            return
+        name = self.session_for(request, context)
+        entry = self._open.setdefault(name, _Open())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                if entry.sink is None:
+                    entry.sink = await self.open(name)
+            sink = entry.sink
+        except BaseException:
+            await self._leave(name, entry)
+            raise
+        try:
+            yield sink
+        finally:
+            await self._leave(name, entry)
+
+    async def _leave(self, name: str, entry: _Open) -> None:
+        entry.users -= 1
+        with anyio.CancelScope(shield=True):
+            async with entry.lock:
+                if entry.users == 0:
+                    sink, entry.sink = entry.sink, None
+                    if sink is not None:
+                        await self.close(sink)
+                    if entry.users == 0 and self._open.get(name) is entry:
+                        del self._open[name]
+
+    async def open(self, name: str) -> SessionCallSink:
+        """Take ``name``'s lease (SessionLeasedError while another writer holds it), repair a turn a crash
+        left open under it, and give the sink that writes under it."""
+        return await self._opened(await self.store.claim(name))
+
+    async def _opened(self, claim: SessionClaim) -> SessionCallSink:
+        name = claim.session_id
+        try:
+            crashed = open_turns(claim.events)
+            if crashed:
+                appended = await self.store.repair(name, holder=claim.holder)
+                self._fixed_repaired = True
+                self.notify(f"session {name}: repaired the turn(s) {_turns(crashed)} a crash left open "
+                            f"({appended} event(s) appended) before serving")  # fmt: skip
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.store.release(name, claim.holder)
+            raise
+        return SessionCallSink(self.store, name, holder=claim.holder)
+
+    async def close(self, sink: SessionCallSink) -> None:
+        """Wait for the call being recorded, then free the session's lease."""
+        try:
+            await sink.idle()
+        finally:
+            if sink.holder is not None:
+                await self.store.release(sink.session_id, sink.holder)
+
+
+def _turns(turns: Sequence[int]) -> str:
+    return ", ".join(map(str, turns))

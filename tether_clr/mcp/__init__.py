@@ -10,7 +10,7 @@ from tether_clr.foundations.exports import rehome
 from tether_clr.mcp.approval import APPROVAL_SCHEMA, ElicitingApproval
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE
 from tether_clr.mcp.request import LOADED_META_KEY, ContextFor, McpRequest, Transport
-from tether_clr.mcp.server import NO_CONTEXT_MESSAGE, TetherMcpServer, create_server
+from tether_clr.mcp.server import NO_CONTEXT_MESSAGE, SinkFor, TetherMcpServer, create_server
 
 __all__ = [
     "APPROVAL_SCHEMA",
@@ -19,6 +19,7 @@ __all__ = [
     "LOADED_META_KEY",
     "McpRequest",
     "NO_CONTEXT_MESSAGE",
+    "SinkFor",
     "TetherMcpServer",
     "Transport",
     "UNKNOWN_TOOL_MESSAGE",

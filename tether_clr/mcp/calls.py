@@ -110,6 +110,7 @@ async def run_call(
     sink: ToolCallSink | None,
     approval: ApprovalProvider | None = None,
     in_flight: tuple[ConnectionCalls, Any] | None = None,
+    source: CancellationSource | None = None,
 ) -> ToolExecutionOutcome:
     """Run one call through ``execute_batch``; a cancellation of the caller cancels the call's token.
 
@@ -117,10 +118,12 @@ async def run_call(
     cancellation re-raised. ``approval``: this call's approval provider (``None``: the registry's).
     ``in_flight``: the connection's :class:`~tether_clr.mcp.inflight.ConnectionCalls` (while its
     watcher runs) and this request's id, which then cancel the token instead of a watcher task
-    of this call's own (see :mod:`tether_clr.mcp.inflight`).
+    of this call's own (see :mod:`tether_clr.mcp.inflight`). ``source``: the call's token source, when
+    the server keeps it too (to cancel it at shutdown: :class:`~tether_clr.mcp.inflight.ServerCalls`).
     """
     call = ToolCall(new_call_id(), name, _arguments_text(arguments), scope)
-    source = CancellationSource()
+    if source is None:
+        source = CancellationSource()
     if in_flight is not None:
         calls, request_id = in_flight
         # Cancelled before the call is registered: never start it. From here to the shield

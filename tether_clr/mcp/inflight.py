@@ -34,10 +34,14 @@ from mcp.shared.dispatcher import coerce_request_id
 
 from tether_clr.foundations.cancellation import CancellationSource
 
-__all__ = ["CLIENT_CANCELLED", "CONNECTION_CLOSED", "ConnectionCalls"]
+__all__ = ["CLIENT_CANCELLED", "CONNECTION_CLOSED", "SHUTDOWN", "ConnectionCalls", "ServerCalls"]
 
 CLIENT_CANCELLED = "cancelled by the client (notifications/cancelled)"
 CONNECTION_CLOSED = "the client's connection closed"
+SHUTDOWN = "shutdown"
+"""The reason of a call cancelled because the server is stopping (:meth:`ServerCalls.drain`): the
+outcome is ABORTED ``cancelled: shutdown`` (ABORTED_BEFORE_DISPATCH ``not dispatched: shutdown``
+for a call that arrived while the server was draining)."""
 
 CALLS_KEY = "tether_clr.mcp.calls"
 """Where a connection's :class:`ConnectionCalls` lives in its SDK ``Connection.state``."""
@@ -79,3 +83,52 @@ class ConnectionCalls:
             sources, self._sources = list(self._sources.values()), {}
             for source in sources:
                 source.cancel(CONNECTION_CLOSED)
+
+
+class ServerCalls:
+    """Every call in flight on one server, whatever its connection: what a graceful shutdown waits for.
+
+    :meth:`start` registers a call's token source (already cancelled with
+    :data:`SHUTDOWN` once the server is draining: the call is recorded as not
+    dispatched, its body never runs); :meth:`finish` forgets it. :meth:`drain`
+    waits for the calls in flight to end, cancels the ones still running after
+    ``grace`` seconds, and waits for them to be recorded. One event loop: the
+    server's (calls and the drain run on it).
+    """
+
+    def __init__(self) -> None:
+        self._sources: set[CancellationSource] = set()
+        self._empty: anyio.Event | None = None
+        self.draining = False
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def start(self) -> CancellationSource:
+        source = CancellationSource()
+        if self.draining:
+            source.cancel(SHUTDOWN)
+        self._sources.add(source)
+        return source
+
+    def finish(self, source: CancellationSource) -> None:
+        self._sources.discard(source)
+        if not self._sources and self._empty is not None:
+            self._empty.set()
+
+    async def _settled(self) -> None:
+        while self._sources:
+            self._empty = anyio.Event()
+            await self._empty.wait()
+
+    async def drain(self, grace: float) -> int:
+        """Stop starting calls, let those in flight end for up to ``grace`` seconds, then cancel the rest
+        with :data:`SHUTDOWN` and wait until they have ended (recorded); returns how many were cancelled."""
+        self.draining = True
+        with anyio.move_on_after(grace):
+            await self._settled()
+        late = list(self._sources)
+        for source in late:
+            source.cancel(SHUTDOWN)
+        await self._settled()
+        return len(late)

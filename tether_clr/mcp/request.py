@@ -12,6 +12,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,6 +28,7 @@ __all__ = [
     "McpRequest",
     "Transport",
     "connection_scope",
+    "connection_exit_stack",
     "connection_state",
     "loaded_names",
     "meta_loaded_names",
@@ -129,6 +131,14 @@ def connection_state(sdk_context: Any) -> dict[str, Any] | None:
     """
     state = getattr(getattr(sdk_context.session, "_connection", None), "state", None)
     return state if isinstance(state, dict) else None
+
+
+def connection_exit_stack(sdk_context: Any) -> AsyncExitStack | None:
+    """The SDK ``Connection.exit_stack`` of this request's connection (unwound, shielded, when the
+    connection ends: a handshake-era session's end, a 2026-07-28 request's answer), or ``None``
+    when the SDK does not expose it (read like :func:`connection_state`)."""
+    stack = getattr(getattr(sdk_context.session, "_connection", None), "exit_stack", None)
+    return stack if isinstance(stack, AsyncExitStack) else None
 
 
 def connection_scope(

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -42,10 +42,12 @@ from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
 from tether_clr.mcp.headers import InputSchemaLookup, ParamHeaderLookup
-from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls
+from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls, ServerCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
 from tether_clr.mcp.request import (
     ContextFor,
+    McpRequest,
+    connection_exit_stack,
     connection_scope,
     connection_state,
     describe_request,
@@ -55,16 +57,29 @@ from tether_clr.mcp.request import (
     resolve_context,
     stdio_transport,
 )
+from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.registry import ToolRegistry
 
-__all__ = ["NO_CONTEXT_MESSAGE", "TetherMcpServer", "create_server"]
+__all__ = ["NO_CONTEXT_MESSAGE", "SinkFor", "TetherMcpServer", "create_server"]
 
 logger = logging.getLogger(__name__)
 
 NO_CONTEXT_MESSAGE = "Unauthorized: no request context for this request"
 """The error a request with no context gets: nothing is listed and nothing runs."""
 
+SinkFor = Callable[[McpRequest, RequestContext], AbstractAsyncContextManager["ToolCallSink | None"]]
+"""``sink_for(request, context)``: the sink a connection's calls are recorded in, as an async context manager.
+
+Entered at the first ``tools/call`` of a connection (a handshake-era MCP session; a
+2026-07-28 request, which is a connection of its own) with that request and its
+context, exited when the connection ends (the client closed it or deleted its HTTP
+session, the session idled out, the server stopped; a 2026-07-28 request once it is
+answered). Every call of the connection goes to the sink it yielded (``None``: not
+recorded). Where the SDK exposes no connection, it is entered and exited around each call.
+"""
+
+_SINK_KEY = "tether_clr.mcp.sink"
 _SESSIONS = "tether.sessions"
 _LISTEN = "tether.listen"
 _BUS = "tether.bus"
@@ -120,6 +135,7 @@ class TetherMcpServer:
         scope: AgentPipelineScope | None = None,
         page_size: int = 50,
         sink: ToolCallSink | None = None,
+        sink_for: SinkFor | None = None,
         elicit_approval: bool = True,
         name: str = "tether-clr",
         version: str = "",
@@ -134,7 +150,14 @@ class TetherMcpServer:
         self.context_for = context_for
         self.scope = scope
         self.page_size = page_size
+        if sink is not None and sink_for is not None:
+            raise ValueError("give sink (one sink for every call) or sink_for (one per connection), not both")
+        if sink_for is not None and not callable(sink_for):
+            raise TypeError("sink_for must be callable: sink_for(request, context) -> async context manager of a sink")
         self.sink = sink
+        self.sink_for = sink_for
+        self.calls = ServerCalls()
+        """Every call in flight; :meth:`drain` is the graceful shutdown."""
         # An MCP request cannot wait for a later decision: a DEFERRED approval fails closed
         # (UNAVAILABLE, approval_deferred) instead of parking the call in the sink's log.
         self._sink = never_parks(sink)
@@ -213,13 +236,50 @@ class TetherMcpServer:
         approval = approval_for(ctx) if self.elicit_approval else None
         calls = self._connection_calls(ctx)
         in_flight = (calls, ctx.request_id) if calls is not None and calls.watching and ctx.request_id is not None else None
-        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self._sink, approval, in_flight)
+        source = self.calls.start()
+        try:
+            if self.sink_for is None:
+                outcome = await run_call(
+                    self.registry, assembly, params.name, params.arguments, scope, self._sink, approval, in_flight, source
+                )
+            else:
+                async with AsyncExitStack() as per_call:
+                    sink = await self._connection_sink(ctx, assembly.context, per_call)
+                    outcome = await run_call(
+                        self.registry, assembly, params.name, params.arguments, scope, sink, approval, in_flight, source
+                    )
+        finally:
+            self.calls.finish(source)
         if outcome.failure is None and is_search(entry):
             await self._remember_search(ctx, assembly, outcome)
         result = outcome.to_mcp()
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             result["resultType"] = "complete"  # required from 2026-07-28 on (the model's default)
         return result
+
+    async def _connection_sink(self, ctx: Any, context: RequestContext, per_call: AsyncExitStack) -> ToolCallSink | None:
+        """The sink ``sink_for`` gave this connection, entered at its first call (into the connection's exit
+        stack: exited when it ends); entered into ``per_call`` where the SDK exposes no connection."""
+        assert self.sink_for is not None
+        state, stack = connection_state(ctx), connection_exit_stack(ctx)
+        if state is None or stack is None:
+            return never_parks(await per_call.enter_async_context(self.sink_for(describe_request(ctx), context)))
+        kept = state.get(_SINK_KEY)
+        if kept is None:
+            kept = state[_SINK_KEY] = [anyio.Lock(), None, False]  # [lock, sink, entered]
+        lock: anyio.Lock = kept[0]
+        async with lock:  # two first calls at once on one connection: one enters, the other waits for it
+            if not kept[2]:
+                kept[1] = never_parks(await stack.enter_async_context(self.sink_for(describe_request(ctx), context)))
+                kept[2] = True
+        sink: ToolCallSink | None = kept[1]
+        return sink
+
+    async def drain(self, grace: float) -> int:
+        """Graceful shutdown: calls arriving from now on are recorded as not dispatched (reason ``shutdown``),
+        calls in flight may finish for up to ``grace`` seconds, then the rest are cancelled (``shutdown``) and
+        recorded; returns how many were cancelled. Closing the connections is the transport's part."""
+        return await self.calls.drain(grace)
 
     @staticmethod
     def _connection_calls(ctx: Any, make: bool = False) -> ConnectionCalls | None:
@@ -346,6 +406,7 @@ def create_server(
     scope: AgentPipelineScope | None = None,
     page_size: int = 50,
     sink: ToolCallSink | None = None,
+    sink_for: SinkFor | None = None,
     elicit_approval: bool = True,
 ) -> TetherMcpServer:
     """An MCP server for ``registry``'s governed catalog (needs ``tether_clr[mcp]``).
@@ -354,9 +415,12 @@ def create_server(
     into a :class:`~tether_clr.RequestContext`, or ``None`` to refuse it. ``scope``:
     each session (each request in the stateless era) runs in a child of it, owned
     by the principal. ``page_size``: tools per ``tools/list`` page. ``sink``:
-    where every call is recorded. ``elicit_approval``: ask a client that declared
+    where every call is recorded. ``sink_for``: instead of ``sink``, the sink of
+    each connection (see :data:`SinkFor`; ``tether-clr mcp serve --db`` gives each
+    MCP session its own log session this way). ``elicit_approval``: ask a client that declared
     elicitation (handshake era) to approve, instead of the registry's approval provider.
     """
     return TetherMcpServer(
-        registry, context_for=context_for, scope=scope, page_size=page_size, sink=sink, elicit_approval=elicit_approval
+        registry, context_for=context_for, scope=scope, page_size=page_size, sink=sink, sink_for=sink_for,
+        elicit_approval=elicit_approval,
     )

@@ -24,6 +24,10 @@ class RequestContext:
     strings, kept as a ``frozenset``; a live authority may narrow them later).
     ``request_id`` identifies the request in audit records but is not part of
     its identity: two requests with the same identity see the same catalog.
+    ``session_id`` names the conversation the request belongs to, where the host
+    knows one (a stateless request carries no session of its own); it is not part
+    of the identity either. ``tether-clr mcp serve --db`` records a 2026-07-28
+    request's call in that log session (docs/mcp.md (Recording calls)).
     """
 
     tenant_id: str
@@ -34,16 +38,17 @@ class RequestContext:
     agent_id: str | None = None
     agent_version: str | None = None
     request_id: str | None = None
+    session_id: str | None = None
 
     def __post_init__(self) -> None:
         require_str(self.tenant_id, "tenant_id")
         require_str(self.principal_id, "principal_id")
         object.__setattr__(self, "scopes", str_set(self.scopes, "scopes"))
-        for name in ("environment", "region", "agent_id", "agent_version", "request_id"):
+        for name in ("environment", "region", "agent_id", "agent_version", "request_id", "session_id"):
             optional_str(getattr(self, name), name)
 
     def identity(self) -> dict[str, Any]:
-        """The fields a catalog digest covers: all but ``request_id``.
+        """The fields a catalog digest covers: all but ``request_id`` and ``session_id``.
 
         Scopes are a sorted list, so the digest never depends on set order.
         """

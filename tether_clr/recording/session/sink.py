@@ -81,13 +81,16 @@ class SessionSink:
     contexts with its ``tool/result``; when the step ends they are written as
     ``user/message`` events, in model order, after its last result and before
     ``step/end`` (a resumed step's include those recorded before it was suspended). The first write takes the session's lease, which is
-    renewed while the batch runs and released when it returns.
+    renewed while the batch runs and released when it returns. With ``holder`` (a lease the writer took with
+    the store's ``claim`` and holds for longer than the step, as ``tether-clr mcp serve`` does for an MCP
+    session), every write is checked against that lease and the lease is left held when the step ends.
     """
 
     parks_approvals = True
 
     def __init__(
-        self, store: SessionStore, session_id: str, turn: int, step: int, *, claim: SessionClaim | None = None
+        self, store: SessionStore, session_id: str, turn: int, step: int, *, claim: SessionClaim | None = None,
+        holder: str | None = None,
     ) -> None:
         for name, number in (("turn", turn), ("step", step)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
@@ -106,8 +109,11 @@ class SessionSink:
         self._proposed = 0
         self._contexts: list[tuple[int, str | None, str]] = []  # (position, call id, text): the user/message events due
         self._adding: tuple[int, tuple[str, ...]] | None = None  # contexts_added, for the outcome_ready that follows
+        self._keep_lease = False  # a lease the writer holds beyond this step (``holder``): never taken, never released
         if claim is not None:
             self._continue(claim)
+        elif holder is not None:
+            self._holder, self._leased, self._keep_lease = holder, True, True
 
     def _continue(self, claim: SessionClaim) -> None:
         """Continue this step of a suspended session under the lease ``claim`` took: the calls the log
@@ -290,7 +296,8 @@ class SessionSink:
         if self._finished or not self._leased:
             return
         self._finished, self._leased, self._pending = True, False, []
-        await self._store.release(self.session_id, self._holder)
+        if not self._keep_lease:
+            await self._store.release(self.session_id, self._holder)
 
     async def batch_finished(self) -> None:
         """Write ``step/end`` when every proposed call was declared and answered, commit, and release the lease."""
@@ -308,5 +315,7 @@ class SessionSink:
             self._made = []
             if not rows and not self._leased:
                 return
-            await self._store.append(self.session_id, self._holder, rows, first=not self._leased, release=True)
+            await self._store.append(
+                self.session_id, self._holder, rows, first=not self._leased, release=not self._keep_lease
+            )
             self._leased = False

@@ -333,21 +333,22 @@ class SqlSessionStore(ABC):
             if release:
                 free_lease(execute, session_id, holder)
 
-    def _begin_turn(self, session_id: str, payload: str) -> int:
-        holder = uuid.uuid4().hex
+    def _begin_turn(self, session_id: str, payload: str, held: str | None = None) -> int:
+        holder = held or uuid.uuid4().hex
         with self._write() as execute:
-            self._lease(execute, session_id, holder, acquire=True)
+            self._lease(execute, session_id, holder, acquire=held is None)
             ((last,),) = execute("SELECT MAX(turn) FROM session_events WHERE session_id = ?", (session_id,))
             turn = (last or 0) + 1
             self._refuse_while_suspended(execute, session_id, f"turn {turn}")
             self._insert(execute, session_id, [PendingEvent(turn, None, TURN_START, None, None, payload)])
-            free_lease(execute, session_id, holder)
+            if held is None:
+                free_lease(execute, session_id, holder)
         return turn
 
-    def _end_turn(self, session_id: str, turn: int) -> None:
-        holder = uuid.uuid4().hex
+    def _end_turn(self, session_id: str, turn: int, held: str | None = None) -> None:
+        holder = held or uuid.uuid4().hex
         with self._write() as execute:
-            self._lease(execute, session_id, holder, acquire=True)
+            self._lease(execute, session_id, holder, acquire=held is None)
             rows = execute(
                 "SELECT kind, step FROM session_events WHERE session_id = ? AND turn = ? AND kind IN (?, ?, ?)",
                 (session_id, turn, TURN_START, TURN_END, STEP_START),
@@ -369,15 +370,18 @@ class SqlSessionStore(ABC):
                     f"turn {turn} of session {session_id!r} has open steps {sorted(started - ended)}: repair the session first"
                 )
             self._insert(execute, session_id, [PendingEvent(turn, None, TURN_END, None, None, "{}")])
-            free_lease(execute, session_id, holder)
+            if held is None:
+                free_lease(execute, session_id, holder)
 
-    def _repair(self, session_id: str) -> int:
-        holder = uuid.uuid4().hex
+    def _repair(self, session_id: str, held: str | None = None) -> int:
+        holder = held or uuid.uuid4().hex
         with self._write() as execute:
-            self._lease(execute, session_id, holder, acquire=True)  # raises, changing nothing, while a writer is live
+            # raises, changing nothing, while another writer is live (or, ``held``, when that lease was lost)
+            self._lease(execute, session_id, holder, acquire=held is None)
             plan = plan_repair(self._read(execute, session_id))
             self._insert(execute, session_id, [pending_from(event) for event in plan])
-            free_lease(execute, session_id, holder)
+            if held is None:
+                free_lease(execute, session_id, holder)
         return len(plan)
 
     # ---------------------------------------------------------------- reads
@@ -401,26 +405,34 @@ class SqlSessionStore(ABC):
             return [session for (session,) in execute("SELECT DISTINCT session_id FROM session_events ORDER BY session_id", ())]
 
     # ----------------------------------------------------------- public API
-    async def begin_turn(self, session_id: str, note: Mapping[str, Any] | None = None) -> int:
+    async def begin_turn(self, session_id: str, note: Mapping[str, Any] | None = None, *, holder: str | None = None) -> int:
         """Write ``turn/start`` and return the new turn's number (1, 2, ...); SessionLeasedError while a batch holds the session.
 
         ``note``: a JSON object recorded as the event's payload, for the host's own
         bookkeeping (``tether-clr run`` records where in its script the turn is,
-        so ``tether-clr approve`` can continue it after a restart).
+        so ``tether-clr approve`` can continue it after a restart). ``holder``: the
+        holder of a lease taken with :meth:`claim` (a writer that keeps its session
+        for longer than a turn, e.g. ``tether-clr mcp serve``): the turn is written
+        under that lease, which stays held (the write fails if the lease was lost);
+        without it the turn takes the lease for its one transaction.
         """
         if note is not None and not isinstance(note, Mapping):
             raise TypeError(f"note must be a mapping (a JSON object), got {type(note).__name__}")
         payload = "{}" if note is None else dumps(dict(note))
-        return await self._run(self._begin_turn, check_session_id(session_id), payload)
+        return await self._run(self._begin_turn, check_session_id(session_id), payload, holder)
 
-    async def end_turn(self, session_id: str, turn: int) -> None:
-        """Write ``turn/end``; ValueError if the turn is unknown, ended, or has a step still open."""
-        await self._run(self._end_turn, check_session_id(session_id), turn)
+    async def end_turn(self, session_id: str, turn: int, *, holder: str | None = None) -> None:
+        """Write ``turn/end``; ValueError if the turn is unknown, ended, or has a step still open.
+        ``holder``: as for :meth:`begin_turn`."""
+        await self._run(self._end_turn, check_session_id(session_id), turn, holder)
 
-    def sink(self, session_id: str, turn: int, step: int, *, claim: SessionClaim | None = None) -> SessionSink:
+    def sink(
+        self, session_id: str, turn: int, step: int, *, claim: SessionClaim | None = None, holder: str | None = None
+    ) -> SessionSink:
         """The sink for one step's batch (``execute_batch(..., sink=store.sink(session, turn, step))``);
-        with ``claim``, the sink that continues that suspended step under the claim's lease."""
-        return SessionSink(self, session_id, turn, step, claim=claim)
+        with ``claim``, the sink that continues that suspended step under the claim's lease; with
+        ``holder`` (a lease taken with :meth:`claim`), a new step written under that lease, left held."""
+        return SessionSink(self, session_id, turn, step, claim=claim, holder=holder)
 
     async def claim(self, session_id: str) -> SessionClaim:
         """Take the session's lease for a new holder and read its log, in one transaction; the lease is
@@ -451,13 +463,15 @@ class SqlSessionStore(ABC):
         """Every session with at least one event, sorted (what ``tether-clr log verify`` checks)."""
         return await self._run(self._sessions)
 
-    async def repair(self, session_id: str) -> int:
+    async def repair(self, session_id: str, *, holder: str | None = None) -> int:
         """Close what a crash left open (see :mod:`tether_clr.session.repair`); returns how many events it appended.
 
         Idempotent. Raises :class:`SessionLeasedError`, changing nothing, while a
-        live writer holds the session's lease.
+        live writer holds the session's lease. ``holder``: repair under a lease this
+        writer took with :meth:`claim` (a replica resuming its session after a crash),
+        which stays held.
         """
-        return await self._run(self._repair, check_session_id(session_id))
+        return await self._run(self._repair, check_session_id(session_id), holder)
 
     # ---------------------------------------------------------------- grants
     def _find_grant(self, tenant_id: str, principal_id: str, session_id: str, key: GrantKey) -> GrantRecord | None:
