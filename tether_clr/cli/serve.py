@@ -86,7 +86,10 @@ class SessionCallSink:
         try:
             names = [call.name for call in calls]
             self._turn = await self.store.begin_turn(self.session_id, {"mcp": {"calls": names}}, holder=self.holder)
-            self._step = self.store.sink(self.session_id, self._turn, 1, holder=self.holder)
+            if self.holder is None:
+                self._step = self.store.sink(self.session_id, self._turn, 1)
+            else:  # the session's one writer: the turn's end goes in the commit of its one step's end
+                self._step = SessionSink(self.store, self.session_id, self._turn, 1, holder=self.holder, ends_turn=True)
             await self._step.batch_started(calls)
         except BaseException:
             await self._finish()
@@ -117,9 +120,9 @@ class SessionCallSink:
             await self._finish()
 
     async def _finish(self) -> None:
-        turn, self._turn, self._step = self._turn, None, None
+        turn, step, self._turn, self._step = self._turn, self._step, None, None
         try:
-            if turn is not None:
+            if turn is not None and not (step is not None and step.turn_ended):
                 with anyio.CancelScope(shield=True):
                     await self.store.end_turn(self.session_id, turn, holder=self.holder)
         finally:

@@ -438,3 +438,33 @@ async def test_a_batch_that_outlives_its_lease_keeps_it_renewed(kind: str, spec:
                     await store.repair(session)
                 release.set()
         assert lease_expiry(store, session) is None  # released when the batch returned
+
+
+async def test_the_one_writer_of_a_held_session_closes_its_turn_in_the_commit_of_the_step_end(store: SqlSessionStore) -> None:
+    """``ends_turn`` (what ``mcp serve --db`` uses under a session's held lease): ``turn/end`` rides in the
+    transaction of ``step/end``, so the log is as a separate ``end_turn`` would leave it, one commit fewer."""
+    from tether_clr import SessionSink
+
+    registry = echo_registry()
+    session = new_session()
+    claim = await store.claim(session)
+    try:
+        commits = Commits(store)
+        turn = await store.begin_turn(session, holder=claim.holder)
+        sink = SessionSink(store, session, turn, 1, holder=claim.holder, ends_turn=True)
+        await registry.execute_batch([call("a", "echo", {"text": "1"})], registry.seal(), sink=sink)
+        assert sink.turn_ended
+        assert commits.transactions[-1][-3:] == ["tool/result a", "step/end", "turn/end"]
+        events = await store.events(session)
+        assert kinds(events)[-1] == "turn/end" and log_violations(events) == []
+        with pytest.raises(ValueError, match="already ended"):
+            await store.end_turn(session, turn, holder=claim.holder)
+    finally:
+        await store.release(session, claim.holder)
+
+
+def test_only_a_held_lease_may_close_a_turn_with_its_step(store: SqlSessionStore) -> None:
+    from tether_clr import SessionSink
+
+    with pytest.raises(ValueError, match="held lease"):
+        SessionSink(store, new_session(), 1, 1, ends_turn=True)

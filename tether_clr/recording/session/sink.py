@@ -40,6 +40,7 @@ from tether_clr.recording.session.events import (
     TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
+    TURN_END,
     USER_MESSAGE,
     call_fingerprint,
 )
@@ -84,14 +85,19 @@ class SessionSink:
     renewed while the batch runs and released when it returns. With ``holder`` (a lease the writer took with
     the store's ``claim`` and holds for longer than the step, as ``tether-clr mcp serve`` does for an MCP
     session), every write is checked against that lease and the lease is left held when the step ends.
+    ``ends_turn`` (with ``holder`` only: the session's one writer knows its turn has this step alone)
+    writes the turn's ``turn/end`` in the commit of ``step/end`` (``turn_ended`` says it did): one
+    transaction fewer per turn than a separate ``store.end_turn``.
     """
 
     parks_approvals = True
 
     def __init__(
         self, store: SessionStore, session_id: str, turn: int, step: int, *, claim: SessionClaim | None = None,
-        holder: str | None = None,
+        holder: str | None = None, ends_turn: bool = False,
     ) -> None:
+        if ends_turn and holder is None:
+            raise ValueError("ends_turn needs a held lease (holder): only the session's one writer may close its turn")
         for name, number in (("turn", turn), ("step", step)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
                 raise ValueError(f"{name} must be a positive int, got {number!r}")
@@ -110,6 +116,8 @@ class SessionSink:
         self._contexts: list[tuple[int, str | None, str]] = []  # (position, call id, text): the user/message events due
         self._adding: tuple[int, tuple[str, ...]] | None = None  # contexts_added, for the outcome_ready that follows
         self._keep_lease = False  # a lease the writer holds beyond this step (``holder``): never taken, never released
+        self._ends_turn = ends_turn
+        self.turn_ended = False  # whether batch_finished wrote ``turn/end`` with ``step/end`` (``ends_turn``)
         if claim is not None:
             self._continue(claim)
         elif holder is not None:
@@ -307,6 +315,8 @@ class SessionSink:
             for position, call_id, text in sorted(self._contexts, key=lambda context: context[0]):  # stable: FIFO per call
                 self._add(USER_MESSAGE, call_id, None, dumps(user_message(position, text)))
             self._add(STEP_END, None, None, dumps({"calls": len(self._declared)}))
+            if self._ends_turn:  # the turn's one step is closed: close the turn in the same commit
+                self._pending.append(PendingEvent(self.turn, None, TURN_END, None, None, "{}"))
         self._finished = True
         if self._flushing is None:
             self._flushing = anyio.Lock()
@@ -318,4 +328,5 @@ class SessionSink:
             await self._store.append(
                 self.session_id, self._holder, rows, first=not self._leased, release=not self._keep_lease
             )
+            self.turn_ended = any(row.kind == TURN_END for row in rows)  # committed: no separate end_turn
             self._leased = False
