@@ -33,6 +33,7 @@ from tether_clr.foundations.arguments import InvalidArgumentsJson, ParsedArgumen
 from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
 from tether_clr.foundations.children import context_lending
 from tether_clr.foundations.errors import ResultPolicyError, ToolArgumentError, ToolError
+from tether_clr.foundations.incidents import IncidentLog
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.foundations.text import describe_exception, exception_text, safe_repr
 from tether_clr.records.content import as_parts, content_parts, parts_to_json
@@ -58,6 +59,10 @@ ApprovalRequest = Callable[[ToolExecution, "str | None"], Awaitable[Any]]
 """An approval provider's ``request``: ``(execution, reason) -> ApprovalResult``."""
 
 logger = logging.getLogger("tether_clr")
+
+# An approval provider that raises (its service is down) fails every call that needs it: logged once per
+# incident (with the traceback), summed up every 30 s, and closed by the next answer it gives.
+_APPROVAL_INCIDENTS = IncidentLog(logger, "the approval provider raised; calls that need approval are refused UNAVAILABLE approval_unavailable")
 
 
 def _fail(execution: ToolExecution, code: Codes, message: str, reason: str | None = None) -> ToolExecutionOutcome:
@@ -194,7 +199,11 @@ class CallPipeline:
 
         Returns the call as it is to be declared to the sink: ``call`` itself, or,
         when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
-        which the execution and the outcome then carry too (refused INVALID_ARGS).
+        which the execution and the outcome then carry too (refused INVALID_ARGS);
+        when its arguments are refused before they parse (size, depth, encoding,
+        syntax, or the client's ``argument_error``), its
+        :meth:`ToolCall.with_arguments_refused` form (size, SHA-256, a bounded
+        prefix), whose prefix is also the execution's ``arguments_json``.
         A ``null`` a strict-mode model sent for an optional property whose schema
         refuses null is read as absent (:meth:`ArgumentValidator.admit
         <tether_clr.foundations.validation.ArgumentValidator.admit>`): the
@@ -217,7 +226,10 @@ class CallPipeline:
             arguments, arguments_json = parsed.value, parsed.json
         except InvalidArgumentsJson as exc:
             parse_error = str(exc)
-            arguments_json = canonical_json(call.arguments if isinstance(call.arguments, str) else safe_repr(call.arguments))
+            # Refused before it parsed: declared, and seen by every later stage, as its size, hash and a
+            # bounded prefix (ArgumentLimits.max_logged_bytes), never in full (docs/hostile-input.md).
+            call = call.with_arguments_refused(parse_error, self._view.argument_limits.max_logged_bytes)
+            arguments_json = canonical_json(call.arguments)
         execution = ToolExecution(
             call_id=call.call_id,
             name=call.name,
@@ -322,11 +334,14 @@ class CallPipeline:
                 result = await request(execution, reason)
             except BaseException as exc:
                 _reraise_unless_contained(exc)
-                logger.warning("approval provider raised for %r", execution.call_id, exc_info=True)
-                return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
+                _APPROVAL_INCIDENTS.failed(exc)  # once per incident, not a traceback per call
+                return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}",
+                             "approval_unavailable")
             finally:
                 if observed is not None:
                     observed.approval_ended()
+        if _APPROVAL_INCIDENTS.open:
+            _APPROVAL_INCIDENTS.recovered()
         if token.is_cancelled:
             return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while waiting for approval")
         result = plain_result(result)  # an "always" answer decides this call as its plain answer does

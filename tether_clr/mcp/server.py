@@ -40,7 +40,8 @@ from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.assemblies import assembly_for
-from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
+from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, RecordedAs, hidden_call, is_search, make_call, never_parks, run_call
+from tether_clr.mcp.failures import CallFaults, Tracked, for_client
 from tether_clr.mcp.headers import InputSchemaLookup, ParamHeaderLookup
 from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
@@ -55,6 +56,7 @@ from tether_clr.mcp.request import (
     resolve_context,
     stdio_transport,
 )
+from tether_clr.records.outcomes import ToolCall
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.registry import ToolRegistry
 
@@ -138,6 +140,7 @@ class TetherMcpServer:
         # An MCP request cannot wait for a later decision: a DEFERRED approval fails closed
         # (UNAVAILABLE, approval_deferred) instead of parking the call in the sink's log.
         self._sink = never_parks(sink)
+        self._faults = CallFaults()  # infrastructure faults: answered UNAVAILABLE, logged once per incident
         self.elicit_approval = elicit_approval
         # Each run's change stream, with the thread and event loop that read it.
         self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
@@ -208,18 +211,51 @@ class TetherMcpServer:
         makes, which the SDK validates against its schema once, on the way out (no model round trip here)."""
         assembly, scope = await self._assembly(ctx)
         entry = assembly.resolve(params.name)
+        call = make_call(params.name, params.arguments, scope)
+        sink = self._sink
         if entry is None:
+            await self._refuse_hidden(assembly, call)
             raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
         approval = approval_for(ctx) if self.elicit_approval else None
         calls = self._connection_calls(ctx)
         in_flight = (calls, ctx.request_id) if calls is not None and calls.watching and ctx.request_id is not None else None
-        outcome = await run_call(self.registry, assembly, params.name, params.arguments, scope, self._sink, approval, in_flight)
-        if outcome.failure is None and is_search(entry):
-            await self._remember_search(ctx, assembly, outcome)
+        tracked = None if sink is None else Tracked(sink)
+        try:
+            outcome = await run_call(self.registry, assembly, call, tracked, approval, in_flight)
+        except Exception as exc:  # an infrastructure fault: an answer, never a leak (tether_clr.mcp.failures)
+            outcome = self._faults.answer(exc, call, tracked)
+        else:
+            self._faults.succeeded()
+            if outcome.failure is None and is_search(entry):
+                await self._remember_search(ctx, assembly, outcome)
+            outcome = for_client(outcome)
         result = outcome.to_mcp()
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             result["resultType"] = "complete"  # required from 2026-07-28 on (the model's default)
         return result
+
+    async def _refuse_hidden(self, assembly: ToolAssembly, call: ToolCall) -> None:
+        """Record the call of a tool that is unknown, or hidden from the caller, before it is answered -32602.
+
+        It goes through ``execute_batch`` like any call (so the sink, listeners and audit see it; the
+        pipeline answers UNKNOWN_TOOL for a name the snapshot lacks), bounded (:func:`hidden_call`).
+        Where the tool exists for this caller but is DISABLED or kill-switched, the sink records DENIED
+        with ``tool_disabled`` or ``kill_switch`` instead (:meth:`ToolCatalog.hidden_reason`); the
+        client's answer is the same -32602 in every case. A fault of the sink here is logged once per
+        incident and changes nothing the client sees.
+        """
+        call = hidden_call(call, assembly.argument_limits)
+        sink = self._sink
+        if sink is not None:
+            reason = self.registry.catalog.hidden_reason(assembly.context, assembly.scope, call.name)
+            if reason is not None:
+                sink = RecordedAs(sink, reason)
+        try:
+            await run_call(self.registry, assembly, call, sink)
+        except Exception as exc:
+            self._faults.answer(exc, call, None)
+        else:
+            self._faults.succeeded()
 
     @staticmethod
     def _connection_calls(ctx: Any, make: bool = False) -> ConnectionCalls | None:
