@@ -56,7 +56,7 @@ from tether_clr.execution.children import ChildCalling, ChildOrigin, ChildSink, 
 from tether_clr.execution.grants import GrantingApproval
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.hooks import HookSet, RecordingApproval
-from tether_clr.execution.inputs import validate_batch
+from tether_clr.execution.inputs import proposal, validate_batch
 from tether_clr.execution.instrumentation import Instrumentation
 from tether_clr.execution.listeners import ListenerSnapshot
 from tether_clr.execution.observing import ObservedBatch, observe_batch
@@ -66,7 +66,6 @@ from tether_clr.execution.ports import ApprovalProvider, Declaration, ToolCallSi
 from tether_clr.execution.resumption import ResumePoint, already_approved
 from tether_clr.execution.retries import run_attempts
 from tether_clr.execution.timeouts import Timeouts
-from tether_clr.foundations.arguments import InvalidArgumentsJson, read_arguments
 from tether_clr.foundations.cancellation import CancellationSource, CancellationToken
 from tether_clr.foundations.errors import BatchAbortedError, ResultPolicyError, SinkError
 from tether_clr.foundations.text import describe_exception
@@ -176,24 +175,6 @@ class BatchRun:
             groups.append(parallel)
         return groups
 
-    def _proposed(self, groups: list[list[Slot]]) -> list[ToolCall]:
-        """The calls as ``batch_started`` is told them: each one whose arguments will be refused before they
-        parse in its :meth:`~tether_clr.ToolCall.with_arguments_refused` form (size, hash, bounded prefix),
-        never in full. Reads each call's arguments once; the parse is kept for the call's stages."""
-        limits = self._view.argument_limits
-        proposed: list[ToolCall] = []
-        for slot in (slot for group in groups for slot in group):
-            call = slot.call
-            if call.argument_error is not None:
-                call = call.with_arguments_refused(call.argument_error, limits.max_logged_bytes)
-            elif slot.parsed is None and call.arguments_refused is None and isinstance(call.arguments, str):
-                try:
-                    slot.parsed = read_arguments(call.arguments, limits)  # fresh, unseen: begin() uses it
-                except InvalidArgumentsJson as exc:
-                    call = call.with_arguments_refused(str(exc), limits.max_logged_bytes)
-            proposed.append(call)
-        return proposed
-
     async def run(self) -> list[ToolExecutionOutcome] | BatchSuspended:
         # One checkpoint per batch: a batch of instant tools (whose inline groups never wait)
         # still yields to the loop once, and a cancelled host task is cancelled here, before
@@ -202,17 +183,12 @@ class BatchRun:
         hooks = self._hooks
         observed = self._observed = observe_batch(self._instrumentation, self._view)
         error: BaseException | None = None
-        groups: list[list[Slot]] | None = None
-        if hooks is not None and self._resume is None:  # a resumed step was started long ago
-            if hooks.starts:
-                groups = self._groups()
-                proposed = self._proposed(groups)
-            else:
-                proposed = self._calls
-            await hooks.batch_started(proposed)  # raises SinkError before anything ran
+        starting = hooks is not None and self._resume is None  # a resumed step was started long ago
+        groups = self._groups() if starting and hooks is not None and hooks.starts else None
+        if starting and hooks is not None:  # raises SinkError before anything ran; refused arguments bounded (inputs.py)
+            await hooks.batch_started(self._calls if groups is None else proposal(groups, self._view.argument_limits))
         try:
-            if groups is None:
-                groups = self._groups()
+            groups = self._groups() if groups is None else groups
             for group in groups:
                 await self._run_group(group)
                 if self._fault is not None:
