@@ -106,12 +106,12 @@ def refused_fields(call: ToolCall) -> dict[str, Any]:
 def proposal_entry(index: int, call: ToolCall) -> dict[str, Any]:
     """One proposed call in an ``assistant/message`` payload: position, id, name, raw argument text, parent,
     and the client's ``argument_error`` if any. A call whose arguments are refused before they parse
-    (:meth:`~tether_clr.ToolCall.with_arguments_refused`) has no ``arguments`` here, only
-    ``arguments_refused`` (size and hash): its prefix is recorded once, in its ``tool/call``."""
-    entry: dict[str, Any] = {"index": index, "call_id": safe_text_or_value(call.call_id), "name": safe_text_or_value(call.name)}
-    if call.arguments_refused is None:
-        entry["arguments"] = safe_text_or_value(call.arguments)
-    entry["parent_call_id"] = safe_text_or_value(call.parent_call_id)
+    (:meth:`~tether_clr.ToolCall.with_arguments_refused`) has only their prefix as ``arguments`` (the
+    whole text when it is short: what ``tether-clr run`` compares its script with), and ``arguments_refused``."""
+    entry: dict[str, Any] = {
+        "index": index, "call_id": safe_text_or_value(call.call_id), "name": safe_text_or_value(call.name),
+        "arguments": safe_text_or_value(call.arguments), "parent_call_id": safe_text_or_value(call.parent_call_id),
+    }
     if call.arguments_refused is not None:
         entry.update(refused_fields(call))
     elif call.argument_error is not None:

@@ -179,14 +179,14 @@ def _default_view(catalog: ToolCatalog, session_id: str, step: StepLog, position
 
 
 def _refused(call: Mapping[str, Any]) -> RefusedArguments | None:
-    """The recorded ``arguments_refused`` of a proposed call (size and hash; the prefix is in its ``tool/call``)."""
+    """The recorded ``arguments_refused`` of a proposed call (size and hash; its ``arguments`` are the prefix)."""
     refused = call.get("arguments_refused")
     if not isinstance(refused, Mapping):
         return None
     size, digest = refused.get("bytes"), refused.get("sha256")
     if type(size) is not int or not isinstance(digest, str):
         return None
-    prefix = refused.get("prefix")
+    prefix = call.get("arguments")
     return RefusedArguments(size, digest, prefix if isinstance(prefix, str) else "")
 
 
@@ -200,7 +200,7 @@ def _calls(step: StepLog, first: int) -> list[ToolCall]:
         call_id, name, arguments = call.get("call_id"), call.get("name"), call.get("arguments")
         parent, error, refused = call.get("parent_call_id"), call.get("argument_error"), _refused(call)
         if refused is not None and isinstance(error, str) and arguments is None:
-            arguments = refused.prefix  # refused before its arguments parsed: it is refused again, never run
+            arguments = ""  # refused before its arguments parsed: it is refused again, never run
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
             raise ValueError(f"turn {step.turn}, step {step.step}: the proposal of position {call['index']} cannot be read back")
         calls.append(ToolCall(
