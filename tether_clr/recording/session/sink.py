@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 
 from tether_clr.execution.ports import Declaration, current_declaration
-from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.encoding import (
     PendingEvent,
     attempt_payload,
     call_payload,
     check_session_id,
     dumps,
+    proposal_entry,
     result_payload,
 )
 from tether_clr.recording.session.events import (
@@ -184,17 +184,7 @@ class SessionSink:
 
     # ---------------------------------------------------------------- hooks
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
-        proposal = [
-            {
-                "index": index,
-                "call_id": safe_text_or_value(call.call_id),
-                "name": safe_text_or_value(call.name),
-                "arguments": safe_text_or_value(call.arguments),
-                "parent_call_id": safe_text_or_value(call.parent_call_id),
-                **({} if call.argument_error is None else {"argument_error": safe_text_or_value(call.argument_error)}),
-            }
-            for index, call in enumerate(calls)
-        ]
+        proposal = [proposal_entry(index, call) for index, call in enumerate(calls)]
         self._proposed = len(proposal)
         if self._starts_turn is not None:  # the turn opens in the commit of its one step's start
             self._pending.append(PendingEvent(self.turn, None, TURN_START, None, None, self._starts_turn))
