@@ -47,7 +47,7 @@ from tether_clr.execution.ports import (
     ToolCallSink,
     current_declaration,
 )
-from tether_clr.foundations.arguments import ArgumentLimits
+from tether_clr.foundations.arguments import ArgumentLimits, RefusedArguments
 from tether_clr.foundations.cancellation import (
     CancellationSource,
     CancellationToken,
@@ -195,6 +195,7 @@ __all__ = [
     "PostgresSessionStore",
     "PythonFunction",
     "REAUTHORIZATION_REASONS",
+    "RefusedArguments",
     "Registration",
     "RequestContext",
     "ResultPolicyError",

@@ -62,8 +62,10 @@ async def test_python_and_csharp_tools_over_stdio_with_a_fixed_identity_recorded
         events = await store.events("served")
     assert log_violations(events) == []
     results = [(e.turn, e.payload["name"] if isinstance(e.payload, dict) else None) for e in events if e.kind == "tool/result"]
-    assert [turn for turn, _ in results] == [1, 2, 3]  # one turn per call; the unknown tool is no call
-    assert len([e for e in events if e.kind == "turn/start"]) == 3
+    # one turn per call; the invisible tool's call is answered -32602 and recorded UNKNOWN_TOOL (issue 27, section 6)
+    assert [turn for turn, _ in results] == [1, 2, 3, 4] and results[3][1] == "refund"
+    assert [e.payload.get("code") for e in events if e.kind == "tool/result"][3] == "UNKNOWN_TOOL"
+    assert len([e for e in events if e.kind == "turn/start"]) == 4
 
 
 async def test_context_names_an_async_context_for_given_each_request() -> None:

@@ -114,7 +114,7 @@ CASES: list[tuple[str, str, Setup, str | None, str | None, str, tuple[str, ...]]
     ("pre-execute deny", "echo", _pre(ToolPreDecision.deny("no")), "DENIED", None, "pre_execute", ()),
     ("pre-execute raises", "echo", _raising_pre, "TOOL_ERROR", None, "pre_execute", ()),
     ("approval rejected", "gated", _approval(ApprovalResult.REJECTED), "DENIED", None, "approval", ("tether.approval",)),
-    ("approval fails", "gated", _approval(error=RuntimeError("down")), "UNAVAILABLE", None, "approval", ("tether.approval",)),
+    ("approval fails", "gated", _approval(error=RuntimeError("down")), "UNAVAILABLE", "approval_unavailable", "approval", ("tether.approval",)),
     ("no approver", "gated", _nothing, "DENIED", None, "approval", ()),
     ("approved", "gated", _approval(ApprovalResult.APPROVED), None, None, "body", ("tether.approval", "tether.body")),
     ("asked and approved", "echo", lambda r: (r.register_pre_execute_listener(None, asking("why")), _approval()(r)), None, None,

@@ -32,6 +32,7 @@ from tether_clr.catalog.candidates import DenyRule
 from tether_clr.catalog.control import ControlChange
 from tether_clr.catalog.control_state import encode_metadata
 from tether_clr.catalog.controlled import ControlledCatalog, checked_actor, overlaid, recorded_actor
+from tether_clr.catalog.hidden import HiddenReason, hidden_reason
 from tether_clr.catalog.entries import (
     LiveRecord,
     ToolEntry,
@@ -280,6 +281,19 @@ class ToolCatalog(ControlledCatalog):
         by_candidate = {id(e.candidate): e for e in entries}
         bound = {c.model_name: by_candidate[id(c)] for c in selection.chosen}
         return ToolAssembly(self, scope, bound, selection, revision, policy_revision, self.argument_limits)
+
+    def hidden_reason(self, context: RequestContext, scope: AgentPipelineScope | None, name: str) -> HiddenReason | None:
+        """Why model name ``name`` is not in ``context``'s assembly from ``scope``, for the log only:
+        ``"tool_disabled"``, ``"kill_switch"``, or None (see :func:`tether_clr.catalog.hidden.hidden_reason`).
+
+        Never for a client's eyes: an unknown and a hidden tool must look alike to it."""
+        if not isinstance(context, RequestContext):
+            raise TypeError(f"context must be a RequestContext, got {type(context).__name__}")
+        with self._lock:
+            entries = self._visible_entries(scope)
+            deny_rules, kill_switches, authority = self._deny_rules, self._kill_switches, self._authority
+        scopes = assembly_scopes(authority, context)
+        return hidden_reason((e.candidate for e in entries), name, context, scopes, deny_rules, kill_switches)
 
     # ------------------------------------------------------------ lifecycle
     def set_status(

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from tether_clr.recording.session.encoding import dumps
 from tether_clr.recording.session.events import SessionEvent, SessionLeasedError
 from tether_clr.recording.session.protocol import SessionClaim
 from tether_clr.recording.session.sql_store import SqlSessionStore
@@ -68,6 +69,9 @@ class SessionCallSink:
         self._one_at_a_time: anyio.Semaphore | None = None
         self._turn: int | None = None
         self._step: SessionSink | None = None
+        # The last turn this writer committed whole, while it knows it (a held lease: no one else writes the
+        # session): the next turn opens in the commit of its step. None: ask the store (begin_turn).
+        self._last_turn: int | None = None
         self._held = False
 
     def _semaphore(self) -> anyio.Semaphore:
@@ -84,9 +88,18 @@ class SessionCallSink:
         await self._semaphore().acquire()
         self._held = True
         try:
-            names = [call.name for call in calls]
-            self._turn = await self.store.begin_turn(self.session_id, {"mcp": {"calls": names}}, holder=self.holder)
-            self._step = self.store.sink(self.session_id, self._turn, 1, holder=self.holder)
+            note = {"mcp": {"calls": [call.name for call in calls]}}
+            last, self._last_turn = self._last_turn, None  # unknown again until this turn is committed whole
+            if self.holder is None:
+                self._turn = await self.store.begin_turn(self.session_id, note)
+                self._step = self.store.sink(self.session_id, self._turn, 1)
+            elif last is None:
+                self._turn = await self.store.begin_turn(self.session_id, note, holder=self.holder)
+                self._step = SessionSink(self.store, self.session_id, self._turn, 1, holder=self.holder, ends_turn=True)
+            else:  # the session's one writer: its turn opens and closes in the commits of its one step
+                self._turn = last + 1
+                self._step = SessionSink(self.store, self.session_id, self._turn, 1, holder=self.holder,
+                                         starts_turn=dumps(note), ends_turn=True)  # fmt: skip
             await self._step.batch_started(calls)
         except BaseException:
             await self._finish()
@@ -117,9 +130,11 @@ class SessionCallSink:
             await self._finish()
 
     async def _finish(self) -> None:
-        turn, self._turn, self._step = self._turn, None, None
+        turn, step, self._turn, self._step = self._turn, self._step, None, None
         try:
-            if turn is not None:
+            if step is not None and step.turn_ended:
+                self._last_turn = turn
+            elif turn is not None and (step is None or step.turn_started or not step.starts_turn):
                 with anyio.CancelScope(shield=True):
                     await self.store.end_turn(self.session_id, turn, holder=self.holder)
         finally:

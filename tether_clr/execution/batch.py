@@ -56,7 +56,7 @@ from tether_clr.execution.children import ChildCalling, ChildOrigin, ChildSink, 
 from tether_clr.execution.grants import GrantingApproval
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.hooks import HookSet, RecordingApproval
-from tether_clr.execution.inputs import validate_batch
+from tether_clr.execution.inputs import proposal, validate_batch
 from tether_clr.execution.instrumentation import Instrumentation
 from tether_clr.execution.listeners import ListenerSnapshot
 from tether_clr.execution.observing import ObservedBatch, observe_batch
@@ -183,10 +183,12 @@ class BatchRun:
         hooks = self._hooks
         observed = self._observed = observe_batch(self._instrumentation, self._view)
         error: BaseException | None = None
-        if hooks is not None and self._resume is None:  # a resumed step was started long ago
-            await hooks.batch_started(self._calls)  # raises SinkError before anything ran
+        starting = hooks is not None and self._resume is None  # a resumed step was started long ago
+        groups = self._groups() if starting and hooks is not None and hooks.starts else None
+        if starting and hooks is not None:  # raises SinkError before anything ran; refused arguments bounded (inputs.py)
+            await hooks.batch_started(self._calls if groups is None else proposal(groups, self._view.argument_limits))
         try:
-            groups = self._groups()
+            groups = self._groups() if groups is None else groups
             for group in groups:
                 await self._run_group(group)
                 if self._fault is not None:

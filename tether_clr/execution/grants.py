@@ -9,9 +9,11 @@ time, and an ``*_ALWAYS`` answer decides the one call only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from tether_clr.foundations.incidents import IncidentLog
 from tether_clr.records.grants import GrantKey, grant_of
 from tether_clr.records.outcomes import ToolExecution
 
@@ -20,7 +22,13 @@ if TYPE_CHECKING:
     from tether_clr.execution.hooks import HookSet
     from tether_clr.execution.ports import ApprovalProvider
 
-__all__ = ["GrantingApproval", "approval_request", "grant_key"]
+__all__ = ["APPROVAL_INCIDENTS", "GrantingApproval", "approval_request", "grant_key"]
+
+APPROVAL_INCIDENTS = IncidentLog(
+    logging.getLogger("tether_clr"), "the approval provider raised; calls needing approval are refused approval_unavailable"
+)
+"""An approval provider that raises (its service is down) fails every call that needs it: the pipeline logs
+that once per incident (with the traceback), sums it up every 30 s, and closes it at the next answer."""
 
 ApprovalRequest = Callable[[ToolExecution, "str | None"], Awaitable[Any]]
 

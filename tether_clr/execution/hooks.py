@@ -49,6 +49,11 @@ class HookSet:
         return cls(sink)
 
     @property
+    def starts(self) -> bool:
+        """The sink has ``batch_started`` (it is handed every proposed call)."""
+        return self._started is not None
+
+    @property
     def flushes(self) -> bool:
         return self._flush is not None
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tether_clr.catalog.views import SealedToolCatalogView
+from tether_clr.execution.pool import Slot
+from tether_clr.foundations.arguments import ArgumentLimits, InvalidArgumentsJson, read_arguments
 from tether_clr.records.outcomes import ToolCall
 
-__all__ = ["validate_batch"]
+__all__ = ["proposal", "validate_batch"]
 
 
 def validate_batch(calls: list[ToolCall], view: SealedToolCatalogView, max_parallelism: int) -> None:
@@ -38,3 +42,22 @@ def _check_call_fields(call: ToolCall) -> None:
         value = getattr(call, name)
         if value is not None and not isinstance(value, str):
             raise TypeError(f"ToolCall.{name} must be str or None, got {type(value).__name__}")
+
+
+def proposal(groups: Sequence[Sequence[Slot]], limits: ArgumentLimits) -> list[ToolCall]:
+    """The calls as ``batch_started`` is told them, in model order: each one whose arguments will be
+    refused before they parse in its :meth:`~tether_clr.ToolCall.with_arguments_refused` form (size,
+    hash, a prefix of at most ``limits.max_logged_bytes``), never in full. Reads each call's arguments
+    at most once; a parse that succeeds is kept in its slot for the call's stages (fresh, unseen)."""
+    proposed: list[ToolCall] = []
+    for slot in (slot for group in groups for slot in group):
+        call = slot.call
+        if call.argument_error is not None:
+            call = call.with_arguments_refused(call.argument_error, limits.max_logged_bytes)
+        elif slot.parsed is None and call.arguments_refused is None:
+            try:
+                slot.parsed = read_arguments(call.arguments, limits)
+            except InvalidArgumentsJson as exc:
+                call = call.with_arguments_refused(str(exc), limits.max_logged_bytes)
+        proposed.append(call)
+    return proposed

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.catalog.builtin import CatalogTool
-from tether_clr.execution.grants import approval_request
+from tether_clr.execution.grants import APPROVAL_INCIDENTS, approval_request
 from tether_clr.execution.isolation import foreign_cancellation, in_own_context
 from tether_clr.execution.timeouts import Timeouts, run_timed
 from tether_clr.execution.waterfalls import ContractViolation, post_step, pre_step
@@ -194,7 +194,8 @@ class CallPipeline:
 
         Returns the call as it is to be declared to the sink: ``call`` itself, or,
         when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
-        which the execution and the outcome then carry too (refused INVALID_ARGS).
+        which the execution and the outcome then carry too (refused INVALID_ARGS); arguments refused before they
+        parse: its :meth:`ToolCall.with_arguments_refused` form, whose bounded prefix the execution carries too.
         A ``null`` a strict-mode model sent for an optional property whose schema
         refuses null is read as absent (:meth:`ArgumentValidator.admit
         <tether_clr.foundations.validation.ArgumentValidator.admit>`): the
@@ -203,9 +204,8 @@ class CallPipeline:
         ``parsed``, when given, must be ``read_arguments(call.arguments,
         view.argument_limits)``, fresh and seen by no one else; it saves reading them again.
         """
-        invalid = call.invalid_text_fields()
-        if invalid:
-            call = call.recordable()
+        raw, invalid = call.arguments, call.invalid_text_fields()  # raw: a lone surrogate there refuses the text
+        call = call.recordable() if invalid else call
         scope = call.scope if call.scope is not None else self._view.scope
         parse_error: str | None = call.argument_error
         arguments: Any = None
@@ -213,11 +213,12 @@ class CallPipeline:
             if parse_error is not None:  # the client could not parse the model's text: never run it
                 raise InvalidArgumentsJson(parse_error)
             if parsed is None or invalid:
-                parsed = read_arguments(call.arguments, self._view.argument_limits)
+                parsed = read_arguments(raw, self._view.argument_limits)
             arguments, arguments_json = parsed.value, parsed.json
         except InvalidArgumentsJson as exc:
             parse_error = str(exc)
-            arguments_json = canonical_json(call.arguments if isinstance(call.arguments, str) else safe_repr(call.arguments))
+            call = replace(call, arguments=raw).with_arguments_refused(parse_error, self._view.argument_limits.max_logged_bytes)
+            arguments_json = canonical_json(call.arguments)
         execution = ToolExecution(
             call_id=call.call_id,
             name=call.name,
@@ -322,11 +323,12 @@ class CallPipeline:
                 result = await request(execution, reason)
             except BaseException as exc:
                 _reraise_unless_contained(exc)
-                logger.warning("approval provider raised for %r", execution.call_id, exc_info=True)
-                return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}")
+                APPROVAL_INCIDENTS.failed(exc)  # once per incident, not a traceback per call
+                return _fail(execution, Codes.UNAVAILABLE, f"approval provider failed: {describe_exception(exc)}", "approval_unavailable")
             finally:
                 if observed is not None:
                     observed.approval_ended()
+        APPROVAL_INCIDENTS.recovered()  # a flag check, unless an incident is open
         if token.is_cancelled:
             return _fail(execution, Codes.ABORTED_BEFORE_DISPATCH, "cancelled while waiting for approval")
         result = plain_result(result)  # an "always" answer decides this call as its plain answer does

@@ -9,6 +9,7 @@ allocates without bound. Every refusal is an :class:`InvalidArgumentsJson`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -17,13 +18,14 @@ from itertools import accumulate
 from typing import Any
 
 from tether_clr.foundations.json_values import MAX_JSON_DEPTH, canonical_json_acyclic
-from tether_clr.foundations.text import is_valid_text, safe_text
+from tether_clr.foundations.text import is_valid_text, safe_text, safe_text_or_value
 
 __all__ = [
     "DEFAULT_ARGUMENT_LIMITS",
     "ArgumentLimits",
     "InvalidArgumentsJson",
     "ParsedArguments",
+    "RefusedArguments",
     "parse_arguments",
     "read_arguments",
 ]
@@ -42,13 +44,22 @@ class ArgumentLimits:
     nest (``{}`` is depth 1, ``{"a": [1]}`` depth 2); default 64, the default of
     .NET's ``System.Text.Json``; at most :data:`MAX_JSON_DEPTH`. Text over either
     bound is refused (INVALID_ARGS) after a linear scan, without parsing it.
+
+    ``max_logged_bytes``: what the logs keep of argument text that is refused
+    before it parses (size, depth, encoding, JSON syntax): its size, its SHA-256
+    and a prefix of at most this many UTF-8 bytes (:class:`RefusedArguments`),
+    never the whole text; default 4096. A hostile client then grows the log by
+    a few KiB per request, whatever it sends. Valid arguments are logged in full.
     """
 
     max_chars: int = 1_048_576
     max_depth: int = 64
+    max_logged_bytes: int = 4096
 
     def __post_init__(self) -> None:
-        for field, value in (("max_chars", self.max_chars), ("max_depth", self.max_depth)):
+        for field, value in (
+            ("max_chars", self.max_chars), ("max_depth", self.max_depth), ("max_logged_bytes", self.max_logged_bytes)
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"ArgumentLimits.{field} must be a positive int, got {value!r}")
         if self.max_depth > MAX_JSON_DEPTH:
@@ -141,3 +152,30 @@ def parse_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) 
     """The argument object of :func:`read_arguments`."""
     return read_arguments(raw, limits).value
 
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedArguments:
+    """What the logs keep of argument text refused before it parsed: ``size`` (its UTF-8 bytes),
+    ``sha256`` (hex, over those bytes) and ``prefix`` (at most ``max_logged_bytes`` of them, cut on
+    a character boundary; a lone surrogate written as ``\\udXXX``).
+
+    ``size`` and ``sha256`` say exactly what was sent (compare a client's own copy);
+    the prefix shows what it looked like. Recorded as :meth:`as_json`.
+    """
+
+    size: int
+    sha256: str
+    prefix: str
+
+    @classmethod
+    def of(cls, raw: str, max_logged_bytes: int) -> RefusedArguments:
+        """The summary of ``raw`` (any text, even with lone surrogates), with a prefix of at most ``max_logged_bytes``."""
+        data = raw.encode("utf-8", "surrogatepass")
+        # Never encode more than the prefix can use: a character is at most 4 UTF-8 bytes (12 as ``\udXXX``).
+        head = safe_text_or_value(raw[: max_logged_bytes + 1]).encode("utf-8")[:max_logged_bytes]
+        return cls(len(data), hashlib.sha256(data).hexdigest(), head.decode("utf-8", "ignore"))
+
+    def as_json(self) -> dict[str, object]:
+        """``{"bytes": size, "sha256": ..., "prefix": ...}``: the form the logs record."""
+        return {"bytes": self.size, "sha256": self.sha256, "prefix": self.prefix}

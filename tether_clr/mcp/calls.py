@@ -2,7 +2,11 @@
 
 An unknown tool and a tool the caller cannot see get the same JSON-RPC error
 (``-32602``, the same message); every other failure is a result with
-``isError: true`` (:meth:`~tether_clr.ToolExecutionOutcome.to_mcp`).
+``isError: true`` (:meth:`~tether_clr.ToolExecutionOutcome.to_mcp`). The call
+to an unknown or hidden tool still goes through ``execute_batch``, so the sink
+records it (UNKNOWN_TOOL, or DENIED with the catalog's reason: see
+:meth:`~tether_clr.catalog.store.ToolCatalog.hidden_reason`), bounded
+(:func:`hidden_call`).
 
 Cancellation: the SDK answers a client's ``notifications/cancelled`` by
 cancelling the handler. The batch runs shielded from that, with its own
@@ -15,10 +19,12 @@ before the handler gives up.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -27,15 +33,28 @@ from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ApprovalProvider, ForwardingSink, ToolCallSink
+from tether_clr.foundations.arguments import ArgumentLimits
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.mcp.inflight import CLIENT_CANCELLED, ConnectionCalls
-from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.records.suspension import BatchSuspended
 from tether_clr.registry import ToolRegistry
 
-__all__ = ["UNKNOWN_TOOL_MESSAGE", "is_search", "never_parks", "new_call_id", "run_call"]
+__all__ = [
+    "HIDDEN_TOOL_ARGUMENTS",
+    "MAX_RECORDED_NAME",
+    "RecordedAs",
+    "UNKNOWN_TOOL_MESSAGE",
+    "hidden_call",
+    "is_search",
+    "make_call",
+    "never_parks",
+    "new_call_id",
+    "recorded_name",
+    "run_call",
+]
 
 UNKNOWN_TOOL_MESSAGE = "Unknown tool"
 """The message of the -32602 error, the same for a tool that exists nowhere and one the caller cannot see."""
@@ -70,6 +89,32 @@ def never_parks(sink: ToolCallSink | None) -> ToolCallSink | None:
     return _NeverParks(sink)
 
 
+_HIDDEN_MESSAGES = {
+    "tool_disabled": "{tool!r} is disabled: it is hidden from the caller, who was answered as for an unknown tool",
+    "kill_switch": "a kill switch stops {tool!r}: it is hidden from the caller, who was answered as for an unknown tool",
+}
+
+
+class RecordedAs(ForwardingSink):
+    """The host's sink for the call of a hidden tool: its UNKNOWN_TOOL outcome (the snapshot lacks the name)
+    is recorded as DENIED with ``reason`` (``tool_disabled``, ``kill_switch``), what the operator's log is for.
+    The client is answered -32602 whatever is recorded; it never sees this outcome."""
+
+    def __init__(self, inner: ToolCallSink, reason: str) -> None:
+        super().__init__(inner)
+        self.reason = reason
+
+    @property
+    def parks_approvals(self) -> bool:
+        return False
+
+    async def outcome_ready(self, outcome: ToolExecutionOutcome) -> None:
+        if outcome.code == ToolFailureCodes.UNKNOWN_TOOL:
+            message = _HIDDEN_MESSAGES[self.reason].format(tool=outcome.name)
+            outcome = ToolExecutionOutcome.failed(outcome.call_id, outcome.name, ToolFailureCodes.DENIED, message, self.reason)
+        await self.inner.outcome_ready(outcome)
+
+
 # Call ids: unique per process (a random prefix, then a counter), without a uuid4 per call. A forked
 # child (a pre-forking server's worker) draws a prefix of its own, or two workers would number alike.
 _CALL_PREFIX = ""
@@ -101,12 +146,39 @@ def _arguments_text(arguments: dict[str, Any] | None) -> str:
         return json.dumps(arguments, ensure_ascii=True, allow_nan=True, default=str)
 
 
+MAX_RECORDED_NAME = 256
+"""The longest unknown tool name recorded as is (characters); a longer one is recorded cut, with its size and hash."""
+
+
+def recorded_name(name: str) -> str:
+    """``name``, or for a hostile long one its first characters, its UTF-8 size and SHA-256 (never a tool's name:
+    tool names have no brackets), so a name that resolves to nothing cannot grow the log without bound."""
+    if len(name) <= MAX_RECORDED_NAME:
+        return name
+    data = name.encode("utf-8", "surrogatepass")
+    return f"{name[:64]}...[{len(data)} bytes, sha256:{hashlib.sha256(data).hexdigest()}]"
+
+
+def make_call(name: str, arguments: dict[str, Any] | None, scope: AgentPipelineScope | None) -> ToolCall:
+    """The call one ``tools/call`` proposes (a fresh call id, the arguments as JSON text)."""
+    return ToolCall(new_call_id(), name, _arguments_text(arguments), scope)
+
+
+def hidden_call(call: ToolCall, limits: ArgumentLimits) -> ToolCall:
+    """``call`` as it is recorded when its tool is unknown or hidden from the caller: the name bounded
+    (:func:`recorded_name`) and the arguments, which nothing will read, kept as their size, hash and a prefix."""
+    bounded = replace(call, name=recorded_name(call.name))
+    return bounded.with_arguments_refused(HIDDEN_TOOL_ARGUMENTS, limits.max_logged_bytes)
+
+
+HIDDEN_TOOL_ARGUMENTS = "not read: no such tool is visible to the caller"
+"""The ``argument_error`` recorded with the call of an unknown or hidden tool (its arguments are never read)."""
+
+
 async def run_call(
     registry: ToolRegistry,
     assembly: ToolAssembly,
-    name: str,
-    arguments: dict[str, Any] | None,
-    scope: AgentPipelineScope | None,
+    call: ToolCall,
     sink: ToolCallSink | None,
     approval: ApprovalProvider | None = None,
     in_flight: tuple[ConnectionCalls, Any] | None = None,
@@ -115,13 +187,13 @@ async def run_call(
     """Run one call through ``execute_batch``; a cancellation of the caller cancels the call's token.
 
     The outcome is returned, or, when the caller was cancelled, recorded and the
-    cancellation re-raised. ``approval``: this call's approval provider (``None``: the registry's).
+    cancellation re-raised; an infrastructure fault raises (see :mod:`tether_clr.mcp.failures`).
+    ``approval``: this call's approval provider (``None``: the registry's).
     ``in_flight``: the connection's :class:`~tether_clr.mcp.inflight.ConnectionCalls` (while its
     watcher runs) and this request's id, which then cancel the token instead of a watcher task
     of this call's own (see :mod:`tether_clr.mcp.inflight`). ``source``: the call's token source, when
     the server keeps it too (to cancel it at shutdown: :class:`~tether_clr.mcp.inflight.ServerCalls`).
     """
-    call = ToolCall(new_call_id(), name, _arguments_text(arguments), scope)
     if source is None:
         source = CancellationSource()
     if in_flight is not None:

@@ -38,9 +38,12 @@ from starlette.applications import Starlette
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
+from tether_clr.foundations.errors import SinkError
+from tether_clr.foundations.text import describe_exception
 from tether_clr.mcp.approval import approval_for
 from tether_clr.mcp.assemblies import assembly_for
-from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, is_search, never_parks, run_call
+from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, RecordedAs, hidden_call, is_search, make_call, never_parks, run_call
+from tether_clr.mcp.failures import CallFaults, Tracked, for_client
 from tether_clr.mcp.headers import InputSchemaLookup, ParamHeaderLookup
 from tether_clr.mcp.inflight import CALLS_KEY, CLIENT_CANCELLED, ConnectionCalls, ServerCalls
 from tether_clr.mcp.listing import InvalidCursorError, list_page
@@ -58,6 +61,7 @@ from tether_clr.mcp.request import (
     stdio_transport,
 )
 from tether_clr.records.context import RequestContext
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.registry import ToolRegistry
 
@@ -161,6 +165,7 @@ class TetherMcpServer:
         # An MCP request cannot wait for a later decision: a DEFERRED approval fails closed
         # (UNAVAILABLE, approval_deferred) instead of parking the call in the sink's log.
         self._sink = never_parks(sink)
+        self._faults = CallFaults()  # infrastructure faults: answered UNAVAILABLE, logged once per incident
         self.elicit_approval = elicit_approval
         # Each run's change stream, with the thread and event loop that read it.
         self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
@@ -228,30 +233,50 @@ class TetherMcpServer:
 
     async def _call_tool(self, ctx: Any, params: CallToolRequestParams) -> dict[str, Any]:
         """``tools/call``: the result as the ``CallToolResult`` dict :meth:`ToolExecutionOutcome.to_mcp`
-        makes, which the SDK validates against its schema once, on the way out (no model round trip here)."""
+        makes, which the SDK validates against its schema once, on the way out (no model round trip here).
+
+        An unknown or hidden tool is recorded, then answered -32602 (:meth:`_refuse_hidden`); an
+        infrastructure fault (the sink, the connection's log session, a store) is answered UNAVAILABLE
+        with a fixed message and logged once per incident (:mod:`tether_clr.mcp.failures`)."""
         assembly, scope = await self._assembly(ctx)
         entry = assembly.resolve(params.name)
-        if entry is None:
-            raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
-        approval = approval_for(ctx) if self.elicit_approval else None
-        calls = self._connection_calls(ctx)
-        in_flight = (calls, ctx.request_id) if calls is not None and calls.watching and ctx.request_id is not None else None
+        call = make_call(params.name, params.arguments, scope)
         source = self.calls.start()
         try:
-            if self.sink_for is None:
-                outcome = await run_call(
-                    self.registry, assembly, params.name, params.arguments, scope, self._sink, approval, in_flight, source
-                )
-            else:
-                async with AsyncExitStack() as per_call:
-                    sink = await self._connection_sink(ctx, assembly.context, per_call)
-                    outcome = await run_call(
-                        self.registry, assembly, params.name, params.arguments, scope, sink, approval, in_flight, source
-                    )
+            async with AsyncExitStack() as per_call:
+                try:
+                    sink = self._sink if self.sink_for is None else await self._connection_sink(ctx, assembly.context, per_call)
+                except Exception as exc:  # the connection's log session cannot be opened: nothing runs
+                    fault = SinkError(f"cannot open the connection's call log: {describe_exception(exc)}")
+                    fault.__cause__ = exc
+                    if entry is None:
+                        self._faults.answer(fault, call, None)
+                        raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE) from None
+                    return self._result(ctx, self._faults.answer(fault, call, None))
+                if entry is None:
+                    await self._refuse_hidden(assembly, call, sink)
+                    raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
+                approval = approval_for(ctx) if self.elicit_approval else None
+                calls = self._connection_calls(ctx)
+                in_flight = None
+                if calls is not None and calls.watching and ctx.request_id is not None:
+                    in_flight = (calls, ctx.request_id)
+                tracked = None if sink is None else Tracked(sink)
+                try:
+                    outcome = await run_call(self.registry, assembly, call, tracked, approval, in_flight, source)
+                except Exception as exc:  # an infrastructure fault: an answer, never a leak (tether_clr.mcp.failures)
+                    outcome = self._faults.answer(exc, call, tracked)
+                else:
+                    self._faults.succeeded()
+                    if outcome.failure is None and is_search(entry):
+                        await self._remember_search(ctx, assembly, outcome)
+                    outcome = for_client(outcome)
         finally:
             self.calls.finish(source)
-        if outcome.failure is None and is_search(entry):
-            await self._remember_search(ctx, assembly, outcome)
+        return self._result(ctx, outcome)
+
+    @staticmethod
+    def _result(ctx: Any, outcome: ToolExecutionOutcome) -> dict[str, Any]:
         result = outcome.to_mcp()
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             result["resultType"] = "complete"  # required from 2026-07-28 on (the model's default)
@@ -280,6 +305,28 @@ class TetherMcpServer:
         calls in flight may finish for up to ``grace`` seconds, then the rest are cancelled (``shutdown``) and
         recorded; returns how many were cancelled. Closing the connections is the transport's part."""
         return await self.calls.drain(grace)
+
+    async def _refuse_hidden(self, assembly: ToolAssembly, call: ToolCall, sink: ToolCallSink | None) -> None:
+        """Record the call of a tool that is unknown, or hidden from the caller, before it is answered -32602.
+
+        It goes through ``execute_batch`` like any call (so the sink, listeners and audit see it; the
+        pipeline answers UNKNOWN_TOOL for a name the snapshot lacks), bounded (:func:`hidden_call`).
+        Where the tool exists for this caller but is DISABLED or kill-switched, the sink records DENIED
+        with ``tool_disabled`` or ``kill_switch`` instead (:meth:`ToolCatalog.hidden_reason`); the
+        client's answer is the same -32602 in every case. A fault of the sink here is logged once per
+        incident and changes nothing the client sees.
+        """
+        call = hidden_call(call, assembly.argument_limits)
+        if sink is not None:
+            reason = self.registry.catalog.hidden_reason(assembly.context, assembly.scope, call.name)
+            if reason is not None:
+                sink = RecordedAs(sink, reason)
+        try:
+            await run_call(self.registry, assembly, call, sink)
+        except Exception as exc:
+            self._faults.answer(exc, call, None)
+        else:
+            self._faults.succeeded()
 
     @staticmethod
     def _connection_calls(ctx: Any, make: bool = False) -> ConnectionCalls | None:

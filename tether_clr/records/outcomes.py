@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tether_clr.foundations.arguments import RefusedArguments
 from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.records.content import ContentPart, TextPart, as_parts
 from tether_clr.foundations.json_values import canonical_json, to_json_text
@@ -73,6 +74,9 @@ class ToolCall:
     us (a client that could not parse the model's argument text, like a MEAI
     ``FunctionCallContent`` whose ``Exception`` is set): such a call ends
     INVALID_ARGS with that message and never runs, whatever ``arguments`` holds.
+    ``arguments_refused`` is set on the form of a refused call that sinks record
+    (:meth:`with_arguments_refused`): ``arguments`` is then only a prefix of what
+    was sent, and this says its full size and hash.
     """
 
     call_id: str
@@ -82,6 +86,17 @@ class ToolCall:
     parent_call_id: str | None = None
     invocation_context: Any = None
     argument_error: str | None = None
+    arguments_refused: RefusedArguments | None = None
+
+    def with_arguments_refused(self, error: str, max_logged_bytes: int) -> ToolCall:
+        """This call as the logs record it once its arguments were refused before they parsed (``error``):
+        ``arguments`` cut to a prefix of at most ``max_logged_bytes`` UTF-8 bytes, ``arguments_refused``
+        their size and SHA-256, ``argument_error`` the refusal, so the recorded call, read back and run
+        again, is refused again and never runs. Itself when it is already in that form."""
+        if self.arguments_refused is not None:
+            return self
+        summary = RefusedArguments.of(self.arguments if isinstance(self.arguments, str) else str(self.arguments), max_logged_bytes)
+        return replace(self, arguments=summary.prefix, argument_error=error, arguments_refused=summary)
 
     @classmethod
     def from_function_call(

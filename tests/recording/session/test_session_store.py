@@ -438,3 +438,88 @@ async def test_a_batch_that_outlives_its_lease_keeps_it_renewed(kind: str, spec:
                     await store.repair(session)
                 release.set()
         assert lease_expiry(store, session) is None  # released when the batch returned
+
+
+async def test_the_one_writer_of_a_held_session_opens_and_closes_its_turn_in_the_commits_of_its_step(
+    store: SqlSessionStore,
+) -> None:
+    """``starts_turn`` and ``ends_turn`` (what ``mcp serve --db`` uses under a session's held lease): ``turn/start``
+    rides in the commit of the step's first events and ``turn/end`` in the commit of ``step/end``, so the log is
+    as ``begin_turn`` and ``end_turn`` would leave it, in two transactions instead of four."""
+    from tether_clr import SessionSink
+
+    registry = echo_registry()
+    session = new_session()
+    claim = await store.claim(session)
+    try:
+        commits = Commits(store)
+        turn = await store.begin_turn(session, holder=claim.holder)  # the first turn: the store numbers it
+        first = SessionSink(store, session, turn, 1, holder=claim.holder, ends_turn=True)
+        await registry.execute_batch([call("a", "echo", {"text": "1"})], registry.seal(), sink=first)
+        assert first.turn_ended and not first.turn_started
+        assert commits.transactions[-1][-3:] == ["tool/result a", "step/end", "turn/end"]
+        second = SessionSink(store, session, turn + 1, 1, holder=claim.holder, starts_turn='{"note": 2}', ends_turn=True)
+        await registry.execute_batch([call("b", "echo", {"text": "2"})], registry.seal(), sink=second)
+        assert second.turn_started and second.turn_ended
+        assert commits.transactions[-2][:2] == ["turn/start", "step/start"]
+        assert len(commits.transactions) == 4
+        events = await store.events(session)
+        assert kinds(events)[-1] == "turn/end" and log_violations(events) == []
+        assert [event.payload for event in events if event.kind == "turn/start"][-1] == {"note": 2}
+        with pytest.raises(ValueError, match="already ended"):
+            await store.end_turn(session, turn + 1, holder=claim.holder)
+    finally:
+        await store.release(session, claim.holder)
+
+
+async def test_a_turn_start_folded_into_its_step_for_a_turn_the_log_has_is_refused_writing_nothing(
+    store: SqlSessionStore,
+) -> None:
+    """A writer whose idea of its last turn is stale cannot start a turn twice: the store refuses the commit."""
+    from tether_clr import SessionSink
+
+    registry = echo_registry()
+    session = new_session()
+    claim = await store.claim(session)
+    try:
+        turn = await store.begin_turn(session, holder=claim.holder)  # open, no step yet (a crash right after it)
+        before = await store.events(session)
+        stale = SessionSink(store, session, turn, 1, holder=claim.holder, starts_turn="{}", ends_turn=True)
+        with pytest.raises(SinkError) as refused:
+            await registry.execute_batch([call("a", "echo", {"text": "1"})], registry.seal(), sink=stale)
+        assert "already started" in str(refused.value)
+        assert not stale.turn_started and await store.events(session) == before
+    finally:
+        await store.release(session, claim.holder)
+
+
+async def test_the_one_writer_of_a_held_session_closes_its_turn_in_the_commit_of_the_step_end(store: SqlSessionStore) -> None:
+    """``ends_turn`` (what ``mcp serve --db`` uses under a session's held lease): ``turn/end`` rides in the
+    transaction of ``step/end``, so the log is as a separate ``end_turn`` would leave it, one commit fewer."""
+    from tether_clr import SessionSink
+
+    registry = echo_registry()
+    session = new_session()
+    claim = await store.claim(session)
+    try:
+        commits = Commits(store)
+        turn = await store.begin_turn(session, holder=claim.holder)
+        sink = SessionSink(store, session, turn, 1, holder=claim.holder, ends_turn=True)
+        await registry.execute_batch([call("a", "echo", {"text": "1"})], registry.seal(), sink=sink)
+        assert sink.turn_ended
+        assert commits.transactions[-1][-3:] == ["tool/result a", "step/end", "turn/end"]
+        events = await store.events(session)
+        assert kinds(events)[-1] == "turn/end" and log_violations(events) == []
+        with pytest.raises(ValueError, match="already ended"):
+            await store.end_turn(session, turn, holder=claim.holder)
+    finally:
+        await store.release(session, claim.holder)
+
+
+def test_only_a_held_lease_may_close_a_turn_with_its_step(store: SqlSessionStore) -> None:
+    from tether_clr import SessionSink
+
+    with pytest.raises(ValueError, match="held lease"):
+        SessionSink(store, new_session(), 1, 1, ends_turn=True)
+    with pytest.raises(ValueError, match="held lease"):
+        SessionSink(store, new_session(), 1, 1, starts_turn="{}")

@@ -27,6 +27,8 @@ __all__ = [
     "failure_fields",
     "now_text",
     "pending_from",
+    "proposal_entry",
+    "refused_fields",
     "result_payload",
 ]
 
@@ -91,10 +93,39 @@ def _where(position: int | None, child: str | None) -> dict[str, Any]:
     return {"index": position} if child is None else {"child": child}
 
 
+def refused_fields(call: ToolCall) -> dict[str, Any]:
+    """What a call whose arguments were refused before they parsed adds to its record: ``arguments_refused``
+    (``{"bytes", "sha256"}`` of the text sent) and ``argument_error`` (the refusal); nothing for any other call."""
+    refused = call.arguments_refused
+    if refused is None:
+        return {}
+    return {"arguments_refused": {"bytes": refused.size, "sha256": refused.sha256},
+            "argument_error": safe_text_or_value(call.argument_error)}
+
+
+def proposal_entry(index: int, call: ToolCall) -> dict[str, Any]:
+    """One proposed call in an ``assistant/message`` payload: position, id, name, raw argument text, parent,
+    and the client's ``argument_error`` if any. A call whose arguments are refused before they parse
+    (:meth:`~tether_clr.ToolCall.with_arguments_refused`) has only their prefix as ``arguments`` (the
+    whole text when it is short: what ``tether-clr run`` compares its script with), and ``arguments_refused``."""
+    entry: dict[str, Any] = {
+        "index": index, "call_id": safe_text_or_value(call.call_id), "name": safe_text_or_value(call.name),
+        "arguments": safe_text_or_value(call.arguments), "parent_call_id": safe_text_or_value(call.parent_call_id),
+    }
+    if call.arguments_refused is not None:
+        entry.update(refused_fields(call))
+    elif call.argument_error is not None:
+        entry["argument_error"] = safe_text_or_value(call.argument_error)
+    return entry
+
+
 def call_payload(position: int | None, call: ToolCall, child: str | None = None) -> str:
     """A ``tool/call`` payload as JSON text: position (a child call: its ``child`` key instead), name,
-    the declared argument text, parent call."""
-    return dumps({**_where(position, child), "name": call.name, "arguments": call.arguments, "parent_call_id": call.parent_call_id})
+    the declared argument text, parent call. A call refused before its arguments parsed declares only
+    a prefix of them (at most ``ArgumentLimits.max_logged_bytes``), with ``arguments_refused`` and
+    ``argument_error`` (:func:`refused_fields`)."""
+    return dumps({**_where(position, child), "name": call.name, "arguments": call.arguments,
+                  "parent_call_id": call.parent_call_id, **refused_fields(call)})
 
 
 def result_payload(

@@ -59,6 +59,7 @@ from tether_clr.recording.session.events import (
 from tether_clr.recording.session.refusals import (
     check_new_step,
     raise_lost_lease,
+    raise_turn_restarted,
     raise_suspended,
 )
 from tether_clr.recording.pg_pool import connect_once, open_pool
@@ -84,6 +85,7 @@ DECLARE
     v_holder TEXT;
     v_remaining DOUBLE PRECISION;
     v_kinds TEXT[];
+    v_batch TEXT[];
     v_turn INTEGER;
     v_step INTEGER;
     v_call_id TEXT;
@@ -116,6 +118,14 @@ BEGIN
                 SELECT kind FROM session_events WHERE session_id = p_session AND turn = p_turn[i]
                     AND step = p_step[i] AND kind = '{STEP_START}'
             ) AS found;
+            -- a turn started in this very commit (its one writer folds turn/start into its first step's commit)
+            SELECT coalesce(array_agg(DISTINCT p_kind[j]), '{{}}') INTO v_batch FROM generate_subscripts(p_kind, 1) AS j
+            WHERE j < i AND p_turn[j] = p_turn[i] AND p_step[j] IS NULL AND p_kind[j] IN ('{TURN_START}', '{TURN_END}');
+            IF v_batch @> ARRAY['{TURN_START}'] AND v_kinds @> ARRAY['{TURN_START}'] THEN
+                RAISE EXCEPTION USING ERRCODE = '{_STEP_REFUSED}', MESSAGE = json_build_object(
+                    'turn', p_turn[i], 'step', p_step[i], 'kinds', v_kinds, 'restarted', true)::text;
+            END IF;
+            v_kinds := v_kinds || v_batch;
             IF NOT v_kinds @> ARRAY['{TURN_START}'] OR v_kinds && ARRAY['{TURN_END}', '{STEP_START}'] THEN
                 RAISE EXCEPTION USING ERRCODE = '{_STEP_REFUSED}',
                     MESSAGE = json_build_object('turn', p_turn[i], 'step', p_step[i], 'kinds', v_kinds)::text;
@@ -334,4 +344,6 @@ def _refusal(exc: Any, session_id: str) -> None:
     if exc.sqlstate == _SUSPENDED:
         what = f"step {detail['step']} of turn {detail['turn']}"
         raise_suspended(session_id, what, detail["parked_turn"], detail["parked_step"], detail["call_id"])
+    if detail.get("restarted"):
+        raise_turn_restarted(session_id, detail["turn"])
     check_new_step(session_id, detail["turn"], detail["step"], set(detail["kinds"]))

@@ -37,6 +37,12 @@ def check_new_step(session_id: str, turn: int, step: int | None, kinds: set[str]
         raise ValueError(f"step {step} of turn {turn} of session {session_id!r} was already started")
 
 
+def raise_turn_restarted(session_id: str, turn: int) -> NoReturn:
+    """Refuse a ``turn/start`` written with its first step for a turn the log already has (a writer whose
+    idea of its last turn is stale): nothing is written, the log never holds one turn started twice."""
+    raise ValueError(f"turn {turn} of session {session_id!r} was already started")
+
+
 def raise_suspended(session_id: str, what: str, turn: int, step: int, call_id: str | None) -> NoReturn:
     """Refuse to start ``what`` (a step or a turn) while call ``call_id`` of ``turn``, ``step`` waits for a decision."""
     raise ValueError(

@@ -128,6 +128,8 @@ def _close_calls(step: StepLog, before: int | None = None) -> list[NewEvent]:
             payload = proposed[position]
             call_id = payload.get("call_id") if isinstance(payload.get("call_id"), str) else None
             fields = {key: payload.get(key) for key in ("index", "name", "arguments", "parent_call_id")}
+            # a call refused before its arguments parsed was proposed as their size and hash only
+            fields.update({key: payload[key] for key in ("arguments_refused", "argument_error") if key in payload})
             closing.append(NewEvent(turn, number, TOOL_CALL, call_id, {**fields, "repaired": True}, position))
             result = _failed(Codes.ABORTED_BEFORE_DISPATCH, "interrupted before the call was declared; it never ran")
         closing.append(NewEvent(turn, number, TOOL_RESULT, call_id, {"index": position, "name": payload.get("name"), **result}, position))

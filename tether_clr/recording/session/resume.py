@@ -32,7 +32,7 @@ from tether_clr.execution.batch import BatchRun
 from tether_clr.execution.resumption import ResumePoint
 from tether_clr.execution.hooks import HookSet
 from tether_clr.execution.ports import ToolCallSink
-from tether_clr.foundations.arguments import InvalidArgumentsJson, read_arguments
+from tether_clr.foundations.arguments import InvalidArgumentsJson, RefusedArguments, read_arguments
 from tether_clr.recording.session.encoding import (
     PendingEvent,
     call_payload,
@@ -178,6 +178,18 @@ def _default_view(catalog: ToolCatalog, session_id: str, step: StepLog, position
     return catalog.assemble(context, scope)
 
 
+def _refused(call: Mapping[str, Any]) -> RefusedArguments | None:
+    """The recorded ``arguments_refused`` of a proposed call (size and hash; its ``arguments`` are the prefix)."""
+    refused = call.get("arguments_refused")
+    if not isinstance(refused, Mapping):
+        return None
+    size, digest = refused.get("bytes"), refused.get("sha256")
+    if type(size) is not int or not isinstance(digest, str):
+        return None
+    prefix = call.get("arguments")
+    return RefusedArguments(size, digest, prefix if isinstance(prefix, str) else "")
+
+
 def _calls(step: StepLog, first: int) -> list[ToolCall]:
     """The proposed calls from position ``first`` on, in model order (positions ``first``, ``first + 1``, ...)."""
     proposed = sorted((c for c in step.proposed if isinstance(c.get("index"), int)), key=lambda c: c["index"])
@@ -186,13 +198,16 @@ def _calls(step: StepLog, first: int) -> list[ToolCall]:
     calls = []
     for call in proposed[first:]:
         call_id, name, arguments = call.get("call_id"), call.get("name"), call.get("arguments")
-        parent, error = call.get("parent_call_id"), call.get("argument_error")
+        parent, error, refused = call.get("parent_call_id"), call.get("argument_error"), _refused(call)
+        if refused is not None and isinstance(error, str) and arguments is None:
+            arguments = ""  # refused before its arguments parsed: it is refused again, never run
         if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
             raise ValueError(f"turn {step.turn}, step {step.step}: the proposal of position {call['index']} cannot be read back")
         calls.append(ToolCall(
             call_id, name, arguments,
             parent_call_id=parent if isinstance(parent, str) else None,
             argument_error=error if isinstance(error, str) else None,
+            arguments_refused=refused if isinstance(error, str) else None,
         ))
     return calls
 

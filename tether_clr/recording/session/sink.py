@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 
 from tether_clr.execution.ports import Declaration, current_declaration
-from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.encoding import (
     PendingEvent,
     attempt_payload,
     call_payload,
     check_session_id,
     dumps,
+    proposal_entry,
     result_payload,
 )
 from tether_clr.recording.session.events import (
@@ -40,6 +40,8 @@ from tether_clr.recording.session.events import (
     TOOL_ATTEMPT,
     TOOL_CALL,
     TOOL_RESULT,
+    TURN_END,
+    TURN_START,
     USER_MESSAGE,
     call_fingerprint,
 )
@@ -84,14 +86,22 @@ class SessionSink:
     renewed while the batch runs and released when it returns. With ``holder`` (a lease the writer took with
     the store's ``claim`` and holds for longer than the step, as ``tether-clr mcp serve`` does for an MCP
     session), every write is checked against that lease and the lease is left held when the step ends.
+    ``starts_turn`` (a ``turn/start`` payload) and ``ends_turn``, with ``holder`` only (the session's
+    one writer, which knows its turns and that this one has this step alone): the turn's ``turn/start``
+    goes in the commit of the step's first events and its ``turn/end`` in the commit of ``step/end``
+    (``turn_started`` and ``turn_ended`` say they were committed), two transactions fewer per turn
+    than ``store.begin_turn`` and ``store.end_turn``. The store still checks the turn is new.
     """
 
     parks_approvals = True
 
     def __init__(
         self, store: SessionStore, session_id: str, turn: int, step: int, *, claim: SessionClaim | None = None,
-        holder: str | None = None,
+        holder: str | None = None, starts_turn: str | None = None, ends_turn: bool = False,
     ) -> None:
+        if (ends_turn or starts_turn is not None) and holder is None:
+            raise ValueError("starts_turn and ends_turn need a held lease (holder): only the session's one writer may "
+                             "open or close its turn with its step")  # fmt: skip
         for name, number in (("turn", turn), ("step", step)):
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
                 raise ValueError(f"{name} must be a positive int, got {number!r}")
@@ -110,6 +120,11 @@ class SessionSink:
         self._contexts: list[tuple[int, str | None, str]] = []  # (position, call id, text): the user/message events due
         self._adding: tuple[int, tuple[str, ...]] | None = None  # contexts_added, for the outcome_ready that follows
         self._keep_lease = False  # a lease the writer holds beyond this step (``holder``): never taken, never released
+        self._starts_turn = starts_turn
+        self.starts_turn = starts_turn is not None  # whether this sink carries its turn's ``turn/start``
+        self._ends_turn = ends_turn
+        self.turn_started = False  # whether a commit wrote the ``turn/start`` this sink carried (``starts_turn``)
+        self.turn_ended = False  # whether batch_finished wrote ``turn/end`` with ``step/end`` (``ends_turn``)
         if claim is not None:
             self._continue(claim)
         elif holder is not None:
@@ -134,6 +149,13 @@ class SessionSink:
             raise RuntimeError(f"the sink of step {self.step} of session {self.session_id!r} has finished")
         self._pending.append(PendingEvent(self.turn, self.step, kind, call_id, position, payload))
 
+    def _committed(self, rows: Sequence[PendingEvent]) -> None:
+        """Note the turn events a commit that returned carried (``starts_turn``, ``ends_turn``)."""
+        for row in rows:
+            if row.step is None:
+                self.turn_started = self.turn_started or row.kind == TURN_START
+                self.turn_ended = self.turn_ended or row.kind == TURN_END
+
     async def _added(self) -> None:
         if not self._store.group_commit:
             await self.flush()
@@ -157,22 +179,15 @@ class SessionSink:
             rows, self._pending = self._pending, []
             self._made = []
             await self._store.append(self.session_id, self._holder, rows, first=not self._leased, release=False)
+            self._committed(rows)
             self._leased = True
 
     # ---------------------------------------------------------------- hooks
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
-        proposal = [
-            {
-                "index": index,
-                "call_id": safe_text_or_value(call.call_id),
-                "name": safe_text_or_value(call.name),
-                "arguments": safe_text_or_value(call.arguments),
-                "parent_call_id": safe_text_or_value(call.parent_call_id),
-                **({} if call.argument_error is None else {"argument_error": safe_text_or_value(call.argument_error)}),
-            }
-            for index, call in enumerate(calls)
-        ]
+        proposal = [proposal_entry(index, call) for index, call in enumerate(calls)]
         self._proposed = len(proposal)
+        if self._starts_turn is not None:  # the turn opens in the commit of its one step's start
+            self._pending.append(PendingEvent(self.turn, None, TURN_START, None, None, self._starts_turn))
         self._add(STEP_START, None, None, dumps({"calls": len(proposal)}))
         self._add(ASSISTANT_MESSAGE, None, None, dumps({"calls": proposal}))
         await self._added()
@@ -307,6 +322,8 @@ class SessionSink:
             for position, call_id, text in sorted(self._contexts, key=lambda context: context[0]):  # stable: FIFO per call
                 self._add(USER_MESSAGE, call_id, None, dumps(user_message(position, text)))
             self._add(STEP_END, None, None, dumps({"calls": len(self._declared)}))
+            if self._ends_turn:  # the turn's one step is closed: close the turn in the same commit
+                self._pending.append(PendingEvent(self.turn, None, TURN_END, None, None, "{}"))
         self._finished = True
         if self._flushing is None:
             self._flushing = anyio.Lock()
@@ -318,4 +335,5 @@ class SessionSink:
             await self._store.append(
                 self.session_id, self._holder, rows, first=not self._leased, release=not self._keep_lease
             )
+            self._committed(rows)
             self._leased = False

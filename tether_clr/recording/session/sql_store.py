@@ -55,6 +55,7 @@ from tether_clr.recording.session.refusals import (
     check_new_step,
     raise_lost_lease,
     raise_suspended,
+    raise_turn_restarted,
 )
 from tether_clr.recording.session.repair import plan_repair
 from tether_clr.recording.session.sink import SessionSink
@@ -260,9 +261,13 @@ class SqlSessionStore(ABC):
 
     # --------------------------------------------------------------- writes
     def _insert(self, execute: Execute, session_id: str, rows: Sequence[PendingEvent]) -> None:
-        for row in rows:
+        for index, row in enumerate(rows):
             if row.kind == STEP_START:
-                self._check_new_step(execute, session_id, row.turn, row.step)
+                started = {
+                    earlier.kind for earlier in rows[:index]
+                    if earlier.turn == row.turn and earlier.step is None and earlier.kind in (TURN_START, TURN_END)
+                }  # fmt: skip
+                self._check_new_step(execute, session_id, row.turn, row.step, started)
         self._insert_many(
             "INSERT INTO session_events (session_id, turn, step, kind, call_id, position, payload, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -275,7 +280,11 @@ class SqlSessionStore(ABC):
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         """One statement for many rows, in order, inside the current transaction (the writer holds the lock)."""
 
-    def _check_new_step(self, execute: Execute, session_id: str, turn: int, step: int | None) -> None:
+    def _check_new_step(
+        self, execute: Execute, session_id: str, turn: int, step: int | None, in_commit: set[str] | None = None
+    ) -> None:
+        """Refuse a ``step/start`` unless its turn is open and the step new; ``in_commit``: the turn's events
+        written before it in the same commit (a ``turn/start`` its one writer folded into the step's first commit)."""
         kinds = {
             kind
             for (kind,) in execute(
@@ -285,6 +294,10 @@ class SqlSessionStore(ABC):
                 (session_id, turn, TURN_START, TURN_END, session_id, turn, step, STEP_START),
             )
         }
+        if in_commit:
+            if TURN_START in in_commit and TURN_START in kinds:
+                raise_turn_restarted(session_id, turn)
+            kinds |= in_commit
         check_new_step(session_id, turn, step, kinds)
         self._refuse_while_suspended(execute, session_id, f"step {step} of turn {turn}")
 
