@@ -253,3 +253,26 @@ def test_mcp_serve_with_an_unreachable_control_store_exits_1() -> None:
 def test_mcp_serve_refuses_a_non_positive_max_staleness() -> None:
     result = CliRunner().invoke(cli, [*SERVE[3:], "--control", "c.sqlite", "--max-staleness", "0"])
     assert result.exit_code == EXIT_USAGE, result.output
+
+
+@pytest.mark.parametrize(
+    ("given", "printed"),
+    [
+        ("postgresql://bob:s3cr%t@db:5432/app?sslmode=require", "postgresql://bob:***@db:5432/app?sslmode=require"),
+        ("host=db password=hunter2 dbname=app", "host=db password=*** dbname=app"),
+        ("host=db PASSWORD = 'a b\\' c' dbname=x", "host=db PASSWORD = *** dbname=x"),
+        ("postgresql://db/app?password=zz&x=1", "postgresql://db/app?password=***&x=1"),
+        ("/tmp/control.sqlite", "/tmp/control.sqlite"),
+        ("postgresql://bob@db/app", "postgresql://bob@db/app"),
+    ],
+)
+def test_a_store_named_in_a_message_never_shows_its_password(given: str, printed: str) -> None:
+    from tether_clr.cli.control import shown
+
+    assert shown(given) == printed
+
+
+def test_a_control_store_that_cannot_be_opened_is_named_without_its_password() -> None:
+    result = CliRunner().invoke(cli, [*SERVE[3:], "--control", "host=/nonexistent/socket password=hunter2 dbname=x connect_timeout=1"])
+    assert result.exit_code == EXIT_FAULT
+    assert "hunter2" not in result.output and "password=***" in result.output

@@ -77,3 +77,33 @@ def test_a_hostile_message_is_cut_to_a_bounded_length(caplog: pytest.LogCaptureF
 def test_the_interval_must_be_a_positive_number(interval: object) -> None:
     with pytest.raises(ValueError, match="interval"):
         IncidentLog(logging.getLogger("tests.incidents"), "log", interval=interval)  # type: ignore[arg-type]
+
+
+def test_a_library_line_repeated_through_an_outage_passes_once_per_interval_saying_how_many_were_dropped() -> None:
+    from tether_clr.foundations.incidents import RateLimitFilter
+
+    clock = Clock()
+    limiter = RateLimitFilter(interval=30, clock=clock)
+
+    def line(template: str, *args: object) -> logging.LogRecord:
+        return logging.LogRecord("psycopg.pool", logging.WARNING, __file__, 1, template, args, None)
+
+    passed = []
+    for second in range(65):
+        clock.now = 100.0 + second
+        record = line("error connecting in %r: %s", "pool", "connection refused")
+        if limiter.filter(record):
+            passed.append(record.getMessage())
+    other = line("reconnection attempt in pool %r failed after %s sec", "pool", 2.0)
+    assert limiter.filter(other)  # another template has its own allowance
+    assert passed[0] == "error connecting in 'pool': connection refused"
+    assert passed[1:] == ["error connecting in 'pool': connection refused [29 more like this in the last 30s]"] * 2
+
+
+def test_rate_limiting_a_logger_twice_adds_one_filter() -> None:
+    from tether_clr.foundations.incidents import RateLimitFilter, rate_limit_logger
+
+    rate_limit_logger("tests.incidents.limited")
+    rate_limit_logger("tests.incidents.limited")
+    filters = logging.getLogger("tests.incidents.limited").filters
+    assert sum(isinstance(f, RateLimitFilter) for f in filters) == 1

@@ -34,7 +34,7 @@ import click
 from rich.console import Console
 
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
-from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened, opened_control
+from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened, opened_control, shown
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.parity import parity_table
@@ -186,7 +186,7 @@ def run(
     registry.approval = approver_for(approve, console, interactive=sys.stdin.isatty())  # type: ignore[arg-type]
     session = session_id or f"run-{uuid.uuid4().hex[:12]}"
     settings = RunSettings.of(script, tool_specs, assemblies, context, approve, max_parallelism)
-    console.print(f"session [bold]{session}[/bold] in {db}: {len(parsed.turns)} turn(s), {parsed.call_count} call(s); "
+    console.print(f"session [bold]{session}[/bold] in {shown(db)}: {len(parsed.turns)} turn(s), {parsed.call_count} call(s); "
                   f"tools: {', '.join(sorted(set(names))) or 'none'}; approvals: {approve}")
     with _store(db) as store:
         if session_id is not None and read_steps(_run_async(store.events, session, backend=backend)).suspended():
@@ -498,7 +498,7 @@ def _log_sessions(store: SqlSessionStore, db: str, transport: str, session_id: s
     if isinstance(started, SessionLeasedError):
         _fault(f"{started}: another replica is serving it (a crashed one's lease runs out within "
                f"{store.lease_seconds:g} s)")  # fmt: skip
-    err.print(f"recording every call in {where} of {db}", markup=False)
+    err.print(f"recording every call in {where} of {shown(db)}", markup=False)
     return sessions
 
 
@@ -508,9 +508,9 @@ def _attach(stack: ExitStack, registry: ToolRegistry, control_db: str, max_stale
     try:
         attachment = registry.attach_control(control, max_staleness=max_staleness)
     except Exception as exc:
-        _fault(f"cannot follow the control store {control_db!r}: {describe_exception(exc)}")
+        _fault(f"cannot follow the control store {shown(control_db)!r}: {describe_exception(exc)}")
     stack.callback(attachment.dispose)
-    err.print(f"following the catalog control plane in {control_db} at revision {attachment.revision} "
+    err.print(f"following the catalog control plane in {shown(control_db)} at revision {attachment.revision} "
               f"(max staleness {max_staleness:g}s)", markup=False)  # fmt: skip
 
 

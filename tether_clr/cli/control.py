@@ -72,6 +72,15 @@ def _fault(message: str) -> NoReturn:
 _S = TypeVar("_S", bound=AbstractContextManager[Any])
 
 
+_URL_PASSWORD = re.compile(r"(://[^:/@?#\s]*:)[^@/?#\s]*@")
+_KEY_PASSWORD = re.compile(r"((?:^|[\s?&])password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+
+
+def shown(db: str) -> str:
+    """``db`` (a file path, a DSN or a URL) as the command may print it: any password replaced by ``***``."""
+    return _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", db))
+
+
 @contextmanager
 def opened(open_store: Callable[[str], _S], what: str, db: str) -> Iterator[_S]:
     """``open_store(db)``, closed on exit; failing to open it is an infrastructure fault (exit 1, a message naming
@@ -79,7 +88,7 @@ def opened(open_store: Callable[[str], _S], what: str, db: str) -> Iterator[_S]:
     try:
         store = open_store(db)
     except Exception as exc:
-        _fault(f"cannot open the {what} {db!r}: {describe_exception(exc)}")
+        _fault(f"cannot open the {what} {shown(db)!r}: {describe_exception(exc)}")
     with store:
         yield store
 
@@ -97,7 +106,7 @@ def _commit(db: str, change: ControlChange) -> None:
         except ValueError as exc:
             raise click.UsageError(f"the control store refuses this change: {exc}") from exc
         except Exception as exc:
-            _fault(f"cannot commit to the control store {db!r}: {describe_exception(exc)}")
+            _fault(f"cannot commit to the control store {shown(db)!r}: {describe_exception(exc)}")
         if committed is None:
             known = control.changes()
             revision = known[-1].revision if known else 0
@@ -160,7 +169,7 @@ def catalog_show(db: str) -> None:
         try:
             state = ControlState.folded(control.changes())
         except Exception as exc:
-            _fault(f"cannot read the control store {db!r}: {describe_exception(exc)}")
+            _fault(f"cannot read the control store {shown(db)!r}: {describe_exception(exc)}")
     latest = state.latest
     click.echo(f"control revision {state.revision}")
     click.echo("statuses:" if state.statuses else "statuses: none")

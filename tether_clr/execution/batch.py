@@ -214,11 +214,7 @@ class BatchRun:
             if observed is not None:  # the calls that were not delivered: parked, or stopped by ``error``
                 observed.finished(error)
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await hooks.batch_finished()
-                    except SinkError:
-                        logger.warning("sink failed to record the end of an aborted batch", exc_info=True)
+                await hooks.aborted()
 
     async def _record_approval(
         self, hook: Callable[..., Awaitable[Any]] | None, execution: ToolExecution, value: object, what: str, *more: object

@@ -8,15 +8,21 @@ before and after each request to the approval provider.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import anyio
+
 from tether_clr.execution.ports import OPTIONAL_HOOKS, ApprovalProvider, Declaration, declaring
 from tether_clr.foundations.errors import SinkError
+from tether_clr.foundations.incidents import IncidentLog
 from tether_clr.foundations.text import describe_exception
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
 __all__ = ["HookSet", "RecordingApproval"]
+
+_ABORTED_ENDS = IncidentLog(logging.getLogger("tether_clr"), "sink failed to record the end of an aborted batch")
 
 
 def _hook(sink: object, name: str) -> Callable[..., Awaitable[None]] | None:
@@ -84,6 +90,17 @@ class HookSet:
     async def batch_finished(self) -> None:
         if self._finished is not None:
             await _faulting("record the end of the batch", self._finished)
+
+    async def aborted(self) -> None:
+        """Tell the sink an aborting batch ended (shielded), without hiding why it aborts: a sink failing
+        here is failing already (often the reason), so its fault is logged once per incident, not raised."""
+        if self._finished is None:
+            return
+        with anyio.CancelScope(shield=True):
+            try:
+                await _faulting("record the end of an aborted batch", self._finished)
+            except SinkError as fault:
+                _ABORTED_ENDS.failed(fault)
 
 
 async def _faulting(what: str, hook: Callable[..., Awaitable[None]], *args: Any) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from tether_clr.foundations.text import describe_exception
 
-__all__ = ["IncidentLog"]
+__all__ = ["IncidentLog", "RateLimitFilter", "rate_limit_logger"]
 
 _MAX_DESCRIPTION = 500
 
@@ -93,3 +93,49 @@ class IncidentLog:
             self._open = False
             failures, elapsed = self._failures, now - self._started
         self.logger.warning("%s: recovered after %d failure(s) over %.1fs", self.what, failures, elapsed)
+
+
+class RateLimitFilter(logging.Filter):
+    """A logging filter for a library's own lines that repeat through an outage (psycopg_pool logs every
+    failed reconnection): each message template passes once, then at most once per ``interval`` seconds,
+    saying how many like it were dropped since. Thread-safe; keeps one entry per template."""
+
+    def __init__(self, interval: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or not interval > 0:
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        self.interval = float(interval)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, list[float | int]] = {}  # template -> [last passed at, dropped since]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)[:200]
+        now = self._clock()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is None:
+                if len(self._seen) >= 1000:  # a bounded table, whatever a library logs
+                    self._seen.clear()
+                self._seen[key] = [now, 0]
+                return True
+            if now - seen[0] < self.interval:
+                seen[1] += 1
+                return False
+            dropped, seen[0], seen[1] = int(seen[1]), now, 0
+        if dropped:  # no "%" in the added text: the record's own args still format it
+            record.msg = f"{record.msg} [{dropped} more like this in the last {self.interval:g}s]"
+        return True
+
+
+_limited: set[str] = set()
+_limited_lock = threading.Lock()
+
+
+def rate_limit_logger(name: str, interval: float = 30.0) -> None:
+    """Put a :class:`RateLimitFilter` on the logger ``name`` (once per process; later calls do nothing)."""
+    with _limited_lock:
+        if name in _limited:
+            return
+        _limited.add(name)
+    logging.getLogger(name).addFilter(RateLimitFilter(interval))

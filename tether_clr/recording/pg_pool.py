@@ -27,6 +27,8 @@ from __future__ import annotations
 import select
 from typing import Any
 
+from tether_clr.foundations.incidents import rate_limit_logger
+
 __all__ = ["connect_once", "open_pool"]
 
 
@@ -77,6 +79,9 @@ def open_pool(
         timeout=connect_wait,
         reconnect_timeout=connect_wait,
     )
+    # psycopg_pool logs every failed reconnection (several a second while the server is down): at most
+    # one line per message every 30 s, so an outage cannot fill the server's log.
+    rate_limit_logger("psycopg.pool")
     pool.open(wait=False)  # the store has connected once already (its schema); the pool fills in the background
     return pool
 
