@@ -147,9 +147,13 @@ def run_with_retries(
     whether it was applied: :class:`Applied` ends the operation with its value,
     ``None`` runs ``action`` again. Without ``read_back``, an ``idempotent``
     action is simply run again and any other one fails (never written twice).
-    ``closed``: stop retrying once the store is closed.
+    ``closed``: stop retrying once the store is closed. While ``incidents`` is open (an earlier operation
+    ran out of retries and none has succeeded since) a single attempt is made: the database is known to be
+    away, so each waiting call is refused at once instead of after its own full deadline.
     """
-    deadline = time.monotonic() + policy.deadline
+    # While an incident is open (the last operation found the database unreachable and none has reached it
+    # since) one attempt is made, not a retry loop: a queue of calls fails fast, the first success closes it.
+    deadline = time.monotonic() + (0.0 if incidents.open else policy.deadline)
     delay = policy.first_delay
     unknown = False  # an attempt's commit may have been applied: read back before running it again
     last: BaseException | None = None
