@@ -62,16 +62,19 @@ class SessionCallSink:
 
     parks_approvals = False
 
-    def __init__(self, store: SqlSessionStore, session_id: str, *, holder: str | None = None) -> None:
+    def __init__(
+        self, store: SqlSessionStore, session_id: str, *, holder: str | None = None, last_turn: int | None = None
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.holder = holder
         self._one_at_a_time: anyio.Semaphore | None = None
         self._turn: int | None = None
         self._step: SessionSink | None = None
-        # The last turn this writer committed whole, while it knows it (a held lease: no one else writes the
-        # session): the next turn opens in the commit of its step. None: ask the store (begin_turn).
-        self._last_turn: int | None = None
+        # The session's last turn, while this writer knows it (it holds the lease, so no one else adds a turn;
+        # ``last_turn``: read with the lease, by the claim): the next turn opens in the commit of its step.
+        # None: ask the store (begin_turn), as after a call whose turn was not committed whole.
+        self._last_turn: int | None = None if holder is None else last_turn
         self._held = False
 
     def _semaphore(self) -> anyio.Semaphore:
@@ -295,7 +298,8 @@ class LogSessions:
             with anyio.CancelScope(shield=True):
                 await self.store.release(name, claim.holder)
             raise
-        return SessionCallSink(self.store, name, holder=claim.holder)
+        last_turn = max((event.turn for event in claim.events), default=0)  # a repair closes turns, starts none
+        return SessionCallSink(self.store, name, holder=claim.holder, last_turn=last_turn)
 
     async def close(self, sink: SessionCallSink) -> None:
         """Wait for the call being recorded, then free the session's lease."""
