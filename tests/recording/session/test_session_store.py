@@ -440,6 +440,34 @@ async def test_a_batch_that_outlives_its_lease_keeps_it_renewed(kind: str, spec:
         assert lease_expiry(store, session) is None  # released when the batch returned
 
 
+async def test_every_held_lease_is_renewed_in_one_transaction_a_tick(kind: str, spec: str) -> None:
+    """A replica holding many sessions' leases (one per open MCP session) renews them all together, and only
+    the leases still held: one released is never brought back."""
+    with open_store(kind, spec, lease_seconds=0.3) as store:
+        claims = [await store.claim(new_session()) for _ in range(30)]
+        await store.release(claims[0].session_id, claims[0].holder)
+        renewals: list[int] = []
+        original = store._renew
+
+        def renew(execute: Any, held: list[tuple[str, str]]) -> None:
+            renewals.append(len(held))
+            original(execute, held)
+
+        store._renew = renew  # type: ignore[method-assign]
+        first = lease_expiry(store, claims[1].session_id)
+        assert first is not None
+        with anyio.fail_after(DEADLOCK_GUARD):
+            while (lease_expiry(store, claims[-1].session_id) or 0.0) <= first + store.lease_seconds:
+                await anyio.sleep(0.02)  # past the first term of every lease: renewed, never run out
+        assert renewals and set(renewals) == {29}  # one call a tick, with every lease still held
+        assert all((lease_expiry(store, claim.session_id) or 0.0) > first + store.lease_seconds for claim in claims[1:])
+        assert lease_expiry(store, claims[0].session_id) is None
+        with pytest.raises(SessionLeasedError):
+            await store.repair(claims[5].session_id)
+        for claim in claims[1:]:
+            await store.release(claim.session_id, claim.holder)
+
+
 async def test_the_one_writer_of_a_held_session_opens_and_closes_its_turn_in_the_commits_of_its_step(
     store: SqlSessionStore,
 ) -> None:

@@ -291,6 +291,15 @@ class PostgresSessionStore(SqlSessionStore):
     def _sent(self, db: Any) -> None:
         """Called after a sink's commit returned, on its connection (a seam: tests lose the answer here)."""
 
+    def _renew(self, execute: Execute, held: list[tuple[str, str]]) -> None:
+        """Every held lease in one statement (one round trip, whatever the number of sessions)."""
+        execute(
+            f"UPDATE session_leases AS lease SET expires = {self._NOW} + ? "
+            "FROM unnest(?::text[], ?::text[]) AS held(session_id, holder) "
+            "WHERE lease.session_id = held.session_id AND lease.holder = held.holder",
+            (self.lease_seconds, [session for session, _ in held], [holder for _, holder in held]),
+        )
+
     def _insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         """Run ``sql`` for each parameter row, inside the current transaction on this thread's connection."""
         db = self._local.connection

@@ -210,21 +210,29 @@ class SqlSessionStore(ABC):
         )
 
     def _renew_forever(self) -> None:
-        """Renew every lease a running batch holds, every third of ``lease_seconds``, until the store closes."""
+        """Renew every lease the store's writers hold, every third of ``lease_seconds``, until the store closes:
+        all of them in one transaction (a replica holding a thousand MCP sessions' leases commits once a tick)."""
         while not self._closed.wait(self.lease_seconds / 3):
-            for session_id, holder in list(self._held):
-                try:
-                    with self._write() as execute:
-                        execute(
-                            f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ? AND holder = ?",
-                            (self.lease_seconds, session_id, holder),
-                        )
-                except Exception as exc:
-                    if self._closed.is_set():
-                        return
-                    self._lease_incidents.failed(exc)  # once per incident, then summed up: never a traceback a tick
-                else:
-                    self._lease_incidents.recovered()
+            held = list(self._held)
+            if not held:
+                continue
+            try:
+                with self._write() as execute:
+                    self._renew(execute, held)
+            except Exception as exc:
+                if self._closed.is_set():
+                    return
+                self._lease_incidents.failed(exc)  # once per incident, then summed up: never a traceback a tick
+            else:
+                self._lease_incidents.recovered()
+
+    def _renew(self, execute: Execute, held: list[tuple[str, str]]) -> None:
+        """Push back the expiry of each (session, holder) lease in ``held`` that its holder still has."""
+        for session_id, holder in held:
+            execute(
+                f"UPDATE session_leases SET expires = {self._NOW} + ? WHERE session_id = ? AND holder = ?",
+                (self.lease_seconds, session_id, holder),
+            )
 
     def _hold(self, session_id: str, holder: str) -> None:
         self._held[(session_id, holder)] = None
