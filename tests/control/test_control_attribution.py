@@ -19,8 +19,8 @@ from tether_clr.control import sql
 from tether_clr.control.sql import SqlCatalogControl
 
 from tests.support.control_hosts import host_registry
-from tests.support.control_stores import open_control
-from tether_clr import ControlAttachment, ControlChange, KillSwitch, ToolRegistry, ToolsChangedEvent, ToolStatus
+from tests.support.control_stores import attached_hosts, attachment_of, open_control
+from tether_clr import ControlChange, KillSwitch, ToolRegistry, ToolsChangedEvent, ToolStatus
 
 WAIT = 10.0  # the bound of every wait for another host's change; never reached when it works
 
@@ -43,23 +43,11 @@ INVALID_ACTORS = [
 @pytest.fixture
 def hosts(kind: str, spec: str) -> Iterator[tuple[ToolRegistry, ToolRegistry]]:
     """Two hosts attached to the same fresh store, as actors ``host-a`` and ``host-b``."""
-    opened: list[tuple[SqlCatalogControl, ControlAttachment]] = []
-    registries = []
-    for actor in ("host-a", "host-b"):
-        registry = host_registry()
-        store = open_control(kind, spec)
-        opened.append((store, registry.attach_control(store, max_staleness=1.0, actor=actor)))
-        registries.append(registry)
-    yield registries[0], registries[1]
-    for store, attachment in opened:
-        attachment.dispose()
-        store.close()
+    with attached_hosts(kind, spec, ("host-a", "host-b")) as (first, second):
+        yield first, second
 
 
-def _attached(registry: ToolRegistry) -> ControlAttachment:
-    attachment = registry.control
-    assert attachment is not None
-    return attachment
+_attached = attachment_of
 
 
 def _logged(registry: ToolRegistry) -> list[tuple[str, str, str]]:

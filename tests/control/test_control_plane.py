@@ -14,9 +14,8 @@ from tether_clr.control.sql import SqlCatalogControl
 
 from tests.support.control_doubles import CutOff, FaultyControl
 from tests.support.control_hosts import ACME, call_echo, host_registry
-from tests.support.control_stores import open_control
+from tests.support.control_stores import attached_hosts, attachment_of, open_control
 from tether_clr import (
-    ControlAttachment,
     ControlChange,
     KillSwitch,
     RequestContext,
@@ -33,23 +32,11 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture
 def hosts(kind: str, spec: str) -> Iterator[tuple[ToolRegistry, ToolRegistry]]:
     """Two hosts attached to the same fresh store."""
-    opened: list[tuple[SqlCatalogControl, ControlAttachment]] = []
-    registries = []
-    for _ in range(2):
-        registry = host_registry()
-        store = open_control(kind, spec)
-        opened.append((store, registry.attach_control(store, max_staleness=1.0, actor="tester")))
-        registries.append(registry)
-    yield registries[0], registries[1]
-    for store, attachment in opened:
-        attachment.dispose()
-        store.close()
+    with attached_hosts(kind, spec, ("tester", "tester")) as (first, second):
+        yield first, second
 
 
-def _attached(registry: ToolRegistry) -> ControlAttachment:
-    attachment = registry.control
-    assert attachment is not None
-    return attachment
+_attached = attachment_of
 
 
 def _caught_up(registry: ToolRegistry, other: ToolRegistry) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from tether_clr.control.sql import SqlCatalogControl
 
 from tests.support.session_stores import postgres_dsn
-from tether_clr import PostgresCatalogControl, SqliteCatalogControl
+from tether_clr import ControlAttachment, PostgresCatalogControl, SqliteCatalogControl, ToolRegistry
 from tether_clr.testing import store_location
 
 STORES = ["sqlite", "postgres"]
@@ -36,3 +36,31 @@ def open_control(kind: str, spec: str) -> SqlCatalogControl:
     if kind == "sqlite":
         return SqliteCatalogControl(spec)
     return PostgresCatalogControl(spec)
+
+
+@contextmanager
+def attached_hosts(kind: str, spec: str, actors: tuple[str, ...]) -> Iterator[list[ToolRegistry]]:
+    """One host registry per actor, each attached to its own connection to the store ``spec`` names; detached
+    and closed on exit."""
+    from tests.support.control_hosts import host_registry
+
+    opened: list[tuple[SqlCatalogControl, ControlAttachment]] = []
+    registries = []
+    try:
+        for actor in actors:
+            registry = host_registry()
+            store = open_control(kind, spec)
+            opened.append((store, registry.attach_control(store, max_staleness=1.0, actor=actor)))
+            registries.append(registry)
+        yield registries
+    finally:
+        for store, attachment in opened:
+            attachment.dispose()
+            store.close()
+
+
+def attachment_of(registry: ToolRegistry) -> ControlAttachment:
+    """The registry's attachment (it must be attached)."""
+    attachment = registry.control
+    assert attachment is not None
+    return attachment

@@ -26,15 +26,14 @@ one database at once. psycopg is the optional extra ``postgres``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from tether_clr.catalog.control import ControlChange
 from tether_clr.control.sql import CHANNEL, SELECT_CHANGES, Execute, SqlCatalogControl, change_from_row, schema
-from tether_clr.recording.pg_pool import connect_once, open_pool
-from tether_clr.recording.transient import Applied, OutcomeUnknown, RetryPolicy, is_connection_lost
+from tether_clr.recording.pg_pool import connect_once, open_pool, pg_sql, transaction
+from tether_clr.recording.transient import Applied, RetryPolicy
 
 __all__ = ["PostgresCatalogControl"]
 
@@ -42,12 +41,7 @@ _WRITES = (
     "CREATE TABLE IF NOT EXISTS catalog_control_writes (write_id TEXT PRIMARY KEY, revision BIGINT NOT NULL)"
 )
 _SCHEMA = (*schema("DOUBLE PRECISION"), _WRITES)
-_PLACEHOLDER = re.compile(r"\?")
 _WHAT = "PostgresCatalogControl"
-
-
-def _pg(sql: str) -> str:
-    return _PLACEHOLDER.sub("%s", sql)
 
 
 class PostgresCatalogControl(SqlCatalogControl):
@@ -89,25 +83,12 @@ class PostgresCatalogControl(SqlCatalogControl):
 
     @contextmanager
     def _transaction(self) -> Iterator[Execute]:
-        with self._pool.connection() as db:
-
-            def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-                cursor = db.execute(_pg(sql), params)
-                return cursor.fetchall() if cursor.description is not None else []
-
-            committing = False
-            try:
-                with db.transaction():
-                    yield execute
-                    committing = True
-            except Exception as exc:
-                if committing and is_connection_lost(exc):
-                    raise OutcomeUnknown("the connection was lost while a commit was in flight") from exc
-                raise
+        with self._pool.connection() as db, transaction(db) as execute:
+            yield execute
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._pool.connection() as db:
-            return list(db.execute(_pg(sql), params).fetchall())
+            return list(db.execute(pg_sql(sql), params).fetchall())
 
     def _notify(self, execute: Execute, revision: int) -> None:
         """Wake the feeds at commit, and record the commit's write id (what :meth:`_read_back` looks up)."""
@@ -151,7 +132,7 @@ class PostgresFeed:
             raise
 
     def changes(self, after: int) -> list[ControlChange]:
-        rows = self._db.execute(_pg(SELECT_CHANGES), (int(after),)).fetchall()
+        rows = self._db.execute(pg_sql(SELECT_CHANGES), (int(after),)).fetchall()
         return [change_from_row(row) for row in rows]
 
     def wait(self, timeout: float) -> None:

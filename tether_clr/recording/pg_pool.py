@@ -24,10 +24,14 @@ connection within about a second, not after psycopg_pool's growing backoff.
 
 from __future__ import annotations
 
+import re
 import select
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tether_clr.foundations.incidents import rate_limit_logger
+from tether_clr.recording.transient import OutcomeUnknown, is_connection_lost
 
 __all__ = ["connect_once", "open_pool"]
 
@@ -93,3 +97,31 @@ def connect_once(dsn: str, *, connect_wait: float, what: str) -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(f"{what} needs psycopg 3 and psycopg_pool: pip install 'tether_clr[postgres]'") from exc
     return psycopg.connect(dsn, autocommit=True, connect_timeout=max(2, int(connect_wait + 0.999)))
+
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+def pg_sql(sql: str) -> str:
+    """The stores' SQL (``?`` placeholders, SQLite's) as psycopg takes it (``%s``)."""
+    return _PLACEHOLDER.sub("%s", sql)
+
+
+@contextmanager
+def transaction(db: Any) -> Iterator[Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]]:
+    """One transaction on the pooled connection ``db``, yielding ``execute(sql, params)`` (``?`` placeholders;
+    the fetched rows); :class:`OutcomeUnknown` when the connection is lost while its commit is in flight."""
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        cursor = db.execute(pg_sql(sql), params)
+        return cursor.fetchall() if cursor.description is not None else []
+
+    committing = False
+    try:
+        with db.transaction():
+            yield execute
+            committing = True
+    except Exception as exc:
+        if committing and is_connection_lost(exc):
+            raise OutcomeUnknown("the connection was lost while a commit was in flight") from exc
+        raise

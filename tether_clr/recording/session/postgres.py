@@ -37,7 +37,6 @@ missing, it was not, and it runs again. Ids older than an hour are pruned.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -62,7 +61,7 @@ from tether_clr.recording.session.refusals import (
     raise_turn_restarted,
     raise_suspended,
 )
-from tether_clr.recording.pg_pool import connect_once, open_pool
+from tether_clr.recording.pg_pool import connect_once, open_pool, pg_sql, transaction
 from tether_clr.recording.session.sql_store import Execute, SqlSessionStore
 from tether_clr.recording.transient import Applied, OutcomeUnknown, RetryPolicy, is_connection_lost
 
@@ -169,7 +168,6 @@ _APPEND = (
     "%b::int[], %b::text[], %b::text[], %b::text)"
 )
 
-_PLACEHOLDER = re.compile(r"\?")
 
 
 class PostgresSessionStore(SqlSessionStore):
@@ -232,23 +230,12 @@ class PostgresSessionStore(SqlSessionStore):
         """One transaction on a pooled connection; :class:`OutcomeUnknown` if the connection is lost during its commit."""
         write_id = self._write_id()
         with self._pool.connection() as db:
-
-            def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-                cursor = db.execute(_PLACEHOLDER.sub("%s", sql), params)
-                return cursor.fetchall() if cursor.description is not None else []
-
-            committing = False
             self._local.connection = db
             try:
-                with db.transaction():
+                with transaction(db) as execute:
                     if write_id is not None:
                         execute("INSERT INTO session_writes (write_id, at) VALUES (?, " + self._NOW + ")", (write_id,))
                     yield execute
-                    committing = True
-            except Exception as exc:
-                if committing and is_connection_lost(exc):
-                    raise OutcomeUnknown("the connection was lost while a commit was in flight") from exc
-                raise
             finally:
                 self._local.connection = None
         self._maybe_prune()
@@ -304,10 +291,10 @@ class PostgresSessionStore(SqlSessionStore):
         """Run ``sql`` for each parameter row, inside the current transaction on this thread's connection."""
         db = self._local.connection
         if len(rows) == 1:
-            db.execute(_PLACEHOLDER.sub("%s", sql), rows[0], prepare=True)
+            db.execute(pg_sql(sql), rows[0], prepare=True)
         elif rows:
             with db.cursor() as cursor:
-                cursor.executemany(_PLACEHOLDER.sub("%s", sql), rows)  # pipelined: one round trip
+                cursor.executemany(pg_sql(sql), rows)  # pipelined: one round trip
 
     def _read_back(self, operation: str, write_id: str, args: tuple[Any, ...]) -> Applied[Any] | None:
         """Whether the write ``write_id`` was applied (its id is in ``session_writes``), and what it returned."""
