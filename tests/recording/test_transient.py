@@ -97,3 +97,38 @@ def test_a_write_with_no_read_back_is_never_run_twice() -> None:
 )
 def test_which_faults_are_transient(fault: BaseException, transient: bool) -> None:
     assert is_transient(fault) is transient
+
+
+def test_an_unknown_outcome_is_read_back_even_while_failing_fast_in_an_incident() -> None:
+    log = incidents()
+    log.failed(LOCKED)
+    reads: list[int] = []
+
+    def read_back() -> Applied[str]:
+        reads.append(1)
+        return Applied("applied before the answer was lost")
+
+    action = Flaky(OutcomeUnknown("lost while committing"))
+    assert run_with_retries(action, incidents=log, policy=POLICY, read_back=read_back) == "applied before the answer was lost"
+    assert action.runs == 1 and reads == [1]
+
+
+class UniqueViolation(Exception):
+    sqlstate = "23505"
+
+
+def test_a_write_id_found_taken_after_a_lost_answer_is_read_back_not_written_again() -> None:
+    """The lost commit landed after the first read-back looked (on another connection): running the write again
+    collides with its own write id, and the store reads the result back instead."""
+    answers: list[Applied[str] | None] = [None, Applied("landed late")]
+    action = Flaky(OutcomeUnknown("lost while committing"), UniqueViolation("write id taken"))
+    assert run_with_retries(action, incidents=incidents(), policy=POLICY, read_back=lambda: answers.pop(0),
+                            sleep=lambda _: None) == "landed late"  # fmt: skip
+    assert action.runs == 2 and answers == []
+
+
+def test_a_unique_violation_that_is_not_a_lost_write_is_raised_as_it_is() -> None:
+    action = Flaky(UniqueViolation("a real constraint"))
+    with pytest.raises(UniqueViolation):
+        run_with_retries(action, incidents=incidents(), policy=POLICY, read_back=lambda: Applied("never asked"))
+    assert action.runs == 1

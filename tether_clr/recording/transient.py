@@ -130,6 +130,19 @@ def is_transient(exc: BaseException) -> bool:
     return is_connection_lost(exc)
 
 
+_UNIQUE_VIOLATION = "23505"
+
+
+def _settled(read_back: Callable[[], Applied[_T] | None]) -> Applied[_T] | None:
+    """One read-back that may not raise a transient fault: ``None`` (not known to be applied) when it cannot run."""
+    try:
+        return read_back()
+    except Exception as exc:
+        if is_transient(exc):
+            return None
+        raise
+
+
 def run_with_retries(
     action: Callable[[], _T],
     *,
@@ -147,7 +160,10 @@ def run_with_retries(
     whether it was applied: :class:`Applied` ends the operation with its value,
     ``None`` runs ``action`` again. Without ``read_back``, an ``idempotent``
     action is simply run again and any other one fails (never written twice).
-    ``closed``: stop retrying once the store is closed. While ``incidents`` is open (an earlier operation
+    ``closed``: stop retrying once the store is closed. An unknown outcome always gets at least one
+    read-back, even out of time, and an attempt that finds its write id already taken (the lost commit
+    landed after a read-back looked) is read back too: an applied write is never reported as refused,
+    and never written twice. While ``incidents`` is open (an earlier operation
     ran out of retries and none has succeeded since) a single attempt is made: the database is known to be
     away, so each waiting call is refused at once instead of after its own full deadline.
     """
@@ -156,6 +172,7 @@ def run_with_retries(
     deadline = time.monotonic() + (0.0 if incidents.open else policy.deadline)
     delay = policy.first_delay
     unknown = False  # an attempt's commit may have been applied: read back before running it again
+    was_unknown = False  # some attempt's outcome was unknown (a later attempt may collide with its write id)
     last: BaseException | None = None
     while True:
         try:
@@ -172,15 +189,27 @@ def run_with_retries(
             incidents.failed(exc.__cause__ or exc)
             raise
         except Exception as exc:
+            if was_unknown and read_back is not None and _sqlstate(exc) == _UNIQUE_VIOLATION:
+                # The write id is taken: the attempt whose answer was lost did commit, after the read-back
+                # (on another connection) looked. Its result is read back, never written a second time.
+                found = _settled(read_back)
+                if found is not None:
+                    incidents.recovered()
+                    return found.value
             if not is_transient(exc):
                 raise
             last = exc
             if isinstance(exc, OutcomeUnknown):
-                unknown = True
+                unknown = was_unknown = True
             remaining = deadline - time.monotonic()
             if remaining <= 0 or closed():
                 incidents.failed(exc)
                 if unknown and not idempotent and read_back is not None:
+                    # Out of time (or failing fast in an incident), but one read-back is always made: an
+                    # applied write is reported applied, not refused as if it had never happened.
+                    found = _settled(read_back)
+                    if found is not None:
+                        return found.value
                     raise StoreUnavailableError(STORE_UNAVAILABLE + " (a write's outcome is unknown)") from exc
                 raise StoreUnavailableError(STORE_UNAVAILABLE) from exc
             sleep(min(delay, remaining))
