@@ -75,6 +75,9 @@ class SessionCallSink:
         # ``last_turn``: read with the lease, by the claim): the next turn opens in the commit of its step.
         # None: ask the store (begin_turn), as after a call whose turn was not committed whole.
         self._last_turn: int | None = None if holder is None else last_turn
+        # A call of this writer ended without its turn committed whole (a commit failed, or its outcome is
+        # unknown): that turn may be open. It is repaired under the held lease before another turn starts.
+        self.unsettled = False
         self._held = False
 
     def _semaphore(self) -> anyio.Semaphore:
@@ -91,6 +94,8 @@ class SessionCallSink:
         await self._semaphore().acquire()
         self._held = True
         try:
+            if self.unsettled:  # never a new turn behind one that may be open: close it first (or refuse)
+                await self.settle()
             note = {"mcp": {"calls": [call.name for call in calls]}}
             last, self._last_turn = self._last_turn, None  # unknown again until this turn is committed whole
             if self.holder is None:
@@ -137,6 +142,13 @@ class SessionCallSink:
         try:
             if step is not None and step.turn_ended:
                 self._last_turn = turn
+            elif self.holder is not None:  # the turn may be open: repair it now, or before the next call
+                self.unsettled = True
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self.settle()
+                    except Exception:
+                        pass  # the store is failing (why we are here): the next call, or closing, repairs first
             elif turn is not None and (step is None or step.turn_started or not step.starts_turn):
                 with anyio.CancelScope(shield=True):
                     await self.store.end_turn(self.session_id, turn, holder=self.holder)
@@ -144,6 +156,13 @@ class SessionCallSink:
             if self._held and self._one_at_a_time is not None:
                 self._held = False
                 self._one_at_a_time.release()
+
+    async def settle(self) -> None:
+        """Close what a call that ended uncommitted may have left open (``store.repair`` under the held lease,
+        idempotent: nothing when the turn never started or did end); raises, leaving ``unsettled``, when the
+        store cannot."""
+        await self.store.repair(self.session_id, holder=self.holder)
+        self.unsettled = False
 
     async def idle(self) -> None:
         """Wait until no call of this session is being recorded (what closing the session waits for)."""
@@ -305,6 +324,8 @@ class LogSessions:
         """Wait for the call being recorded, then free the session's lease."""
         try:
             await sink.idle()
+            if sink.unsettled:
+                await sink.settle()
         finally:
             if sink.holder is not None:
                 await self.store.release(sink.session_id, sink.holder)
