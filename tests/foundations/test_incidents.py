@@ -107,3 +107,19 @@ def test_rate_limiting_a_logger_twice_adds_one_filter() -> None:
     rate_limit_logger("tests.incidents.limited")
     filters = logging.getLogger("tests.incidents.limited").filters
     assert sum(isinstance(f, RateLimitFilter) for f in filters) == 1
+
+
+def test_failures_interleaved_with_successes_stay_one_incident_until_it_settles(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    incidents = IncidentLog(logging.getLogger("tests.incidents"), "calls", interval=30, settle=10, clock=clock)
+    with caplog.at_level(logging.DEBUG, logger="tests.incidents"):
+        for second in range(20):  # one client failing every second among others' successes
+            clock.now = 100.0 + second
+            incidents.failed(OSError("refused"))
+            incidents.recovered()
+        assert incidents.open
+        clock.now += 10
+        incidents.recovered()
+    lines = [line.getMessage() for line in records(caplog)]
+    assert len(lines) == 2 and sum(line.exc_info is not None for line in records(caplog)) == 1
+    assert lines[1] == "calls: recovered after 20 failure(s) over 29.0s" and not incidents.open

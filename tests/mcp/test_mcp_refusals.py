@@ -159,7 +159,10 @@ async def test_a_locked_sqlite_log_is_answered_log_unavailable_without_the_drive
 
 
 @pytest.mark.parametrize("mode", ERAS)
-async def test_the_incident_ends_with_one_recovery_line_and_calls_run_again(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_incident_ends_with_one_recovery_line_and_calls_run_again(
+    mode: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tether_clr.mcp.failures.SETTLE", 0.0)  # the first success ends it (10 s in production)
     runs, sink = Runs(), Switchable()
     server = create_server(registry_with(runs), context_for=context_for, sink=sink)
     caplog.set_level(logging.WARNING)
@@ -318,3 +321,20 @@ async def test_a_log_that_fails_while_recording_a_hidden_call_changes_nothing_th
     sink = Switchable()
     server = create_server(registry_with(Runs()), context_for=context_for, sink=sink)
     assert await _refused(server, "nowhere", mode) == (INVALID_PARAMS, "Unknown tool")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_one_client_failing_among_others_succeeding_is_one_incident_not_a_traceback_a_failure(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs, sink = Runs(), Switchable()
+    server = create_server(registry_with(runs), context_for=context_for, sink=sink)
+    caplog.set_level(logging.WARNING)
+    async with client(server, mode) as c:
+        for _ in range(10):
+            sink.down.set()
+            assert_log_unavailable(await c.call_tool("echo", {"text": "down"}))
+            sink.down.clear()
+            assert (await c.call_tool("echo", {"text": "up"})).is_error is False
+    records = mcp_records(caplog)
+    assert len(records) == 1 and records[0].exc_info is not None  # the first failure, with its cause; no more

@@ -101,6 +101,8 @@ class HookSet:
                 await _faulting("record the end of an aborted batch", self._finished)
             except SinkError as fault:
                 _ABORTED_ENDS.failed(fault)
+            else:
+                _ABORTED_ENDS.recovered()
 
 
 async def _faulting(what: str, hook: Callable[..., Awaitable[None]], *args: Any) -> None:

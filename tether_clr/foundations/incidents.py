@@ -35,15 +35,21 @@ class IncidentLog:
     with its traceback; later ones are counted and summed up at WARNING at most
     once per ``interval`` seconds (no traceback). :meth:`recovered` on a success:
     it ends an open incident with one WARNING line (and costs a flag check
-    otherwise). Thread-safe: stores fail on worker threads, servers on their
+    otherwise), once ``settle`` seconds have passed since the last failure (default
+    0: at once), so failures interleaved with successes stay one incident. Thread-safe: stores fail on worker threads, servers on their
     event loops.
     """
 
     def __init__(
-        self, logger: logging.Logger, what: str, *, interval: float = 30.0, clock: Callable[[], float] = time.monotonic
+        self, logger: logging.Logger, what: str, *, interval: float = 30.0, settle: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if isinstance(interval, bool) or not isinstance(interval, int | float) or not interval > 0:
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        if isinstance(settle, bool) or not isinstance(settle, int | float) or not settle >= 0:
+            raise ValueError(f"settle must be a non-negative number of seconds, got {settle!r}")
+        self.settle = float(settle)
+        self._last_failure = 0.0
         self.logger = logger
         self.what = what
         self.interval = float(interval)
@@ -65,6 +71,7 @@ class IncidentLog:
         now = self._clock()
         with self._lock:
             self._failures += 1
+            self._last_failure = now
             if not self._open:
                 self._open, self._started, self._last_line, self._failures, self._unreported = True, now, now, 1, 0
                 first = True
@@ -88,8 +95,8 @@ class IncidentLog:
             return
         now = self._clock()
         with self._lock:
-            if not self._open:
-                return
+            if not self._open or now - self._last_failure < self.settle:
+                return  # failures and successes interleave (one client failing among others): still one incident
             self._open = False
             failures, elapsed = self._failures, now - self._started
         self.logger.warning("%s: recovered after %d failure(s) over %.1fs", self.what, failures, elapsed)

@@ -113,11 +113,16 @@ _WHAT = {
 }
 
 
+SETTLE = 10.0
+"""Seconds after an incident's last failure before a success ends it: one client whose calls keep failing
+among others' successes is one incident (logged once, then summed up), not a traceback per failure."""
+
+
 class CallFaults:
     """The server's answers to infrastructure faults, and its incident logs (one per reason)."""
 
     def __init__(self, log: logging.Logger = logger) -> None:
-        self._incidents = {reason: IncidentLog(log, what) for reason, what in _WHAT.items()}
+        self._incidents = {reason: IncidentLog(log, what, settle=SETTLE) for reason, what in _WHAT.items()}
         self._open: Sequence[IncidentLog] = tuple(self._incidents.values())
 
     def answer(self, exc: Exception, call: ToolCall | None, tracked: Tracked | None) -> ToolExecutionOutcome:
