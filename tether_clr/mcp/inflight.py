@@ -85,6 +85,10 @@ class ConnectionCalls:
                 source.cancel(CONNECTION_CLOSED)
 
 
+LINGER = 5.0
+"""Seconds a drain waits, after cancelling the calls still running, for them to end before it gives up on them."""
+
+
 class ServerCalls:
     """Every call in flight on one server, whatever its connection: what a graceful shutdown waits for.
 
@@ -100,6 +104,7 @@ class ServerCalls:
         self._sources: set[CancellationSource] = set()
         self._empty: anyio.Event | None = None
         self.draining = False
+        self.abandoned = 0  # calls still running after the last drain's linger (bodies that ignore their token)
 
     def __len__(self) -> int:
         return len(self._sources)
@@ -121,14 +126,19 @@ class ServerCalls:
             self._empty = anyio.Event()
             await self._empty.wait()
 
-    async def drain(self, grace: float) -> int:
+    async def drain(self, grace: float, linger: float = LINGER) -> int:
         """Stop starting calls, let those in flight end for up to ``grace`` seconds, then cancel the rest
-        with :data:`SHUTDOWN` and wait until they have ended (recorded); returns how many were cancelled."""
+        with :data:`SHUTDOWN` and wait up to ``linger`` seconds more for them to end (recorded); returns
+        how many were cancelled. A body that ignores its token (a synchronous function cannot be
+        interrupted) is left running after that: :attr:`abandoned` counts them, and the shutdown goes on
+        (their turns stay open, for the next start's repair)."""
         self.draining = True
         with anyio.move_on_after(grace):
             await self._settled()
         late = list(self._sources)
         for source in late:
             source.cancel(SHUTDOWN)
-        await self._settled()
+        with anyio.move_on_after(linger):
+            await self._settled()
+        self.abandoned = len(self._sources)
         return len(late)

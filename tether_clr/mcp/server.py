@@ -303,8 +303,16 @@ class TetherMcpServer:
     async def drain(self, grace: float) -> int:
         """Graceful shutdown: calls arriving from now on are recorded as not dispatched (reason ``shutdown``),
         calls in flight may finish for up to ``grace`` seconds, then the rest are cancelled (``shutdown``) and
-        recorded; returns how many were cancelled. Closing the connections is the transport's part."""
-        return await self.calls.drain(grace)
+        recorded; returns how many were cancelled. A body that ignores its token (a synchronous function cannot
+        be interrupted) is given :data:`~tether_clr.mcp.inflight.LINGER` seconds more, then left running and
+        counted in ``calls.abandoned`` (logged): the shutdown is bounded. Closing the connections is the
+        transport's part."""
+        cancelled = await self.calls.drain(grace)
+        if self.calls.abandoned:
+            logger.warning("%d call(s) still running after their cancellation (bodies that ignore their token): "
+                           "stopping without them; their turns stay open for the next start's repair",
+                           self.calls.abandoned)  # fmt: skip
+        return cancelled
 
     async def _refuse_hidden(self, assembly: ToolAssembly, call: ToolCall, sink: ToolCallSink | None) -> None:
         """Record the call of a tool that is unknown, or hidden from the caller, before it is answered -32602.
