@@ -58,3 +58,20 @@ async def test_a_call_whose_first_commit_fails_leaves_no_open_turn_behind_the_ne
     assert log_violations(events) == []
     turns = [event.turn for event in events if event.kind == "turn/start"]
     assert turns == ([1, 2, 3] if applied else [1, 2])  # the lost turn is closed, not left open behind turn 3
+
+
+def test_a_named_conversation_is_a_log_session_per_tenant_and_principal(session_store: SqlSessionStore) -> None:
+    from tether_clr import RequestContext
+    from tether_clr.mcp import McpRequest
+
+    sessions = LogSessions(session_store, prefix="mcp")
+    stateless = McpRequest(transport="http", method="tools/call", protocol_version="2026-07-28")
+    alice = RequestContext("acme", "alice", session_id="conv-1")
+    mallory = RequestContext("evil", "alice", session_id="conv-1")  # the same name from another tenant
+    assert sessions.session_for(stateless, alice) == sessions.session_for(stateless, alice)
+    assert sessions.session_for(stateless, alice) != sessions.session_for(stateless, mallory)
+    assert sessions.session_for(stateless, alice).startswith("mcp-") and sessions.session_for(stateless, alice).endswith("-conv-1")
+    handshake = McpRequest(transport="http", method="tools/call", protocol_version="2025-06-18", session_id="abc123")
+    assert sessions.session_for(handshake, alice) == "mcp-abc123"  # the server's own id for the connection
+    anonymous = RequestContext("acme", "alice")
+    assert sessions.session_for(stateless, anonymous) != sessions.session_for(stateless, anonymous)  # one per request

@@ -13,6 +13,7 @@ a turn of it with one step, recorded by a :class:`SessionCallSink`.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -39,6 +40,12 @@ def fixed_context(context: RequestContext) -> Callable[[Any], RequestContext]:
         return context
 
     return context_for
+
+
+def caller_digest(context: RequestContext) -> str:
+    """Twelve hex digits naming ``context``'s tenant and principal in a log session's name: two tenants whose
+    host gives their conversations the same ``session_id`` never share a log session (nor its lease)."""
+    return hashlib.sha256(f"{context.tenant_id}\0{context.principal_id}".encode()).hexdigest()[:12]
 
 
 def open_turns(events: Sequence[SessionEvent]) -> list[int]:
@@ -190,9 +197,10 @@ class LogSessions:
       one connection is the one MCP session).
     * otherwise ``prefix``: a handshake-era MCP session is ``<prefix>-<Mcp-Session-Id>``
       over HTTP (``<prefix>-<fresh id>`` for a connection without one); a 2026-07-28
-      request, which has no session, is ``<prefix>-<context.session_id>`` when the
-      host's ``context_for`` names one (that client's requests share it), else a log
-      session of its own, ``<prefix>-<fresh id>``.
+      request, which has no session, is ``<prefix>-<caller>-<context.session_id>`` when
+      the host's ``context_for`` names one (that client's requests share it; ``caller``:
+      :func:`caller_digest`, so tenants never share one), else a log session of its own,
+      ``<prefix>-<fresh id>``.
 
     :meth:`start` (before serving) repairs what a crash left open, and takes the
     fixed session's lease for the replica's lifetime. Opening a prefix's log session
@@ -265,8 +273,12 @@ class LogSessions:
         """The log session of a connection whose first call is ``request`` by ``context``."""
         if self.fixed is not None:
             return self.fixed
-        key = getattr(request, "session_id", None) or context.session_id or uuid.uuid4().hex[:16]
-        return f"{self.prefix}-{key}"
+        mcp_session = getattr(request, "session_id", None)
+        if mcp_session:  # the server made it for this connection: one client's, whoever it is
+            return f"{self.prefix}-{mcp_session}"
+        if context.session_id:  # the host's name for a conversation: kept apart per tenant and principal
+            return f"{self.prefix}-{caller_digest(context)}-{context.session_id}"
+        return f"{self.prefix}-{uuid.uuid4().hex[:16]}"
 
     @asynccontextmanager
     async def sink_for(self, request: Any, context: RequestContext) -> AsyncIterator[SessionCallSink]:
