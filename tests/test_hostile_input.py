@@ -73,6 +73,23 @@ def test_classify_reads_unreadable_arguments_as_exclusive(raw: str) -> None:
     assert registry.classify(call("c1", "echo", raw), registry.seal()) is ToolExecutionMode.EXCLUSIVE
 
 
+async def test_a_subclass_classifier_that_raises_fails_closed_and_every_call_still_runs_alone() -> None:
+    from tether_clr import ToolRegistry
+
+    class Raising(ToolRegistry):
+        def classify(self, call: Any, view: Any) -> ToolExecutionMode:
+            raise RuntimeError("the host's classifier is broken")
+
+    def echo(text: str) -> str:
+        return text
+
+    registry = Raising()
+    add(registry, echo, parallel=True)
+    outcomes = await registry.execute_batch([call("c1", "echo", {"text": "a"}), call("c2", "echo", {"text": "b"})],
+                                            registry.seal())  # fmt: skip
+    assert [outcome.value for outcome in outcomes] == ["a", "b"]
+
+
 async def test_argument_nesting_over_the_limit_is_refused_and_limit_is_configurable() -> None:
     default = _echo_registry()
     assert default.argument_limits.max_depth == 64

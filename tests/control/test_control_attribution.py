@@ -36,6 +36,9 @@ INVALID_ACTORS = [
     pytest.param("\x1b[31mred", id="terminal-escape"),
     pytest.param("para\u2029graph", id="paragraph-separator"),
     pytest.param("\ud800", id="lone-surrogate"),
+    pytest.param("alice\u202eecila", id="bidi-override"),
+    pytest.param("ad\u200bmin", id="zero-width-space"),
+    pytest.param("\ufeff", id="only-a-format-character"),
     pytest.param(42, id="not-a-str"),
 ]
 

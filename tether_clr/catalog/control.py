@@ -45,7 +45,7 @@ MAX_ACTOR_LENGTH = 256
 """The longest ``actor`` a change may record, in characters (``user@host`` takes at most about 100)."""
 
 # Control characters (NUL, newlines, tabs, escapes, C1), lone surrogates, line and paragraph separators.
-_REFUSED_IN_ACTOR = frozenset({"Cc", "Cs", "Zl", "Zp"})
+_REFUSED_IN_ACTOR = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def check_actor(actor: Any) -> str:
@@ -55,7 +55,9 @@ def check_actor(actor: Any) -> str:
     ``tether-clr catalog show``, in every host's log line and in every
     ``tools/change`` event: a ``str`` of 1 to :data:`MAX_ACTOR_LENGTH`
     characters, not only whitespace, with no control character (NUL, a line
-    break, a tab, an escape), line or paragraph separator or lone surrogate.
+    break, a tab, an escape), format character (a bidirectional override, a
+    zero-width space: text that shows as someone else, or as nothing), line or
+    paragraph separator or lone surrogate.
     Refusing them (rather than cleaning them) keeps the audit trail exactly
     what the caller said, and keeps a forged line or a terminal escape out of it.
     """
@@ -66,7 +68,7 @@ def check_actor(actor: Any) -> str:
     if len(actor) > MAX_ACTOR_LENGTH:
         raise ValueError(f"actor must be at most {MAX_ACTOR_LENGTH} characters, got {len(actor)}")
     if not (actor.isascii() and actor.isprintable()) and any(unicodedata.category(c) in _REFUSED_IN_ACTOR for c in actor):
-        raise ValueError("actor must be one line of text: no control characters, line breaks or lone surrogates")
+        raise ValueError("actor must be one line of text: no control or format characters, line breaks or lone surrogates")
     return actor
 
 

@@ -163,7 +163,10 @@ class BatchRun:
             if classify is None:
                 mode, slot.parsed = classify_reading(call, view)
             else:
-                mode = classify(call, view)
+                try:
+                    mode = classify(call, view)
+                except Exception:  # a subclass's classifier that raises fails closed: the call runs alone
+                    mode = ToolExecutionMode.EXCLUSIVE
             if mode is ToolExecutionMode.PARALLEL:
                 parallel.append(slot)
                 continue
