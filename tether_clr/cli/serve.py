@@ -22,15 +22,13 @@ from typing import Any
 import anyio
 
 from tether_clr.recording.session.encoding import dumps
-from tether_clr.recording.session.events import SessionEvent, SessionLeasedError
-from tether_clr.recording.session.protocol import SessionClaim
-from tether_clr.recording.session.sql_store import SqlSessionStore
+from tether_clr.recording.session.events import SessionLeasedError
+from tether_clr.recording.session.sql_store import SqlSessionStore, WriterClaim
 from tether_clr.recording.session.sink import SessionSink
-from tether_clr.recording.session.steps import read_steps
 from tether_clr.records.context import RequestContext
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 
-__all__ = ["LogSessions", "SessionCallSink", "fixed_context", "open_turns"]
+__all__ = ["LogSessions", "SessionCallSink", "caller_digest", "fixed_context"]
 
 
 def fixed_context(context: RequestContext) -> Callable[[Any], RequestContext]:
@@ -46,11 +44,6 @@ def caller_digest(context: RequestContext) -> str:
     """Twelve hex digits naming ``context``'s tenant and principal in a log session's name: two tenants whose
     host gives their conversations the same ``session_id`` never share a log session (nor its lease)."""
     return hashlib.sha256(f"{context.tenant_id}\0{context.principal_id}".encode()).hexdigest()[:12]
-
-
-def open_turns(events: Sequence[SessionEvent]) -> list[int]:
-    """The turns of a session's log that were started and never ended (what a crashed writer leaves)."""
-    return sorted(turn for turn, ended in read_steps(events).turns.items() if not ended)
 
 
 class SessionCallSink:
@@ -236,7 +229,7 @@ class LogSessions:
             deadline = anyio.current_time() + 2 * self.store.lease_seconds + 1
             while True:
                 try:
-                    claim = await self.store.claim(self.fixed)
+                    claim = await self.store.claim_writer(self.fixed)
                     break
                 except SessionLeasedError as exc:
                     left = exc.expires_in if exc.expires_in is not None else self.store.lease_seconds
@@ -249,8 +242,8 @@ class LogSessions:
             return [self.fixed] if self._fixed_repaired else []
         start = f"{self.prefix}-"
         repaired = []
-        for name in [name for name in await self.store.sessions() if name.startswith(start)]:
-            crashed = open_turns(await self.store.events(name))
+        for name in await self.store.open_sessions(start):  # one query, not every session's log
+            crashed = await self.store.open_turns(name)
             if not crashed:
                 continue
             try:
@@ -318,12 +311,12 @@ class LogSessions:
     async def open(self, name: str) -> SessionCallSink:
         """Take ``name``'s lease (SessionLeasedError while another writer holds it), repair a turn a crash
         left open under it, and give the sink that writes under it."""
-        return await self._opened(await self.store.claim(name))
+        return await self._opened(await self.store.claim_writer(name))
 
-    async def _opened(self, claim: SessionClaim) -> SessionCallSink:
+    async def _opened(self, claim: WriterClaim) -> SessionCallSink:
         name = claim.session_id
         try:
-            crashed = open_turns(claim.events)
+            crashed = claim.open_turns
             if crashed:
                 appended = await self.store.repair(name, holder=claim.holder)
                 self._fixed_repaired = True
@@ -333,8 +326,8 @@ class LogSessions:
             with anyio.CancelScope(shield=True):
                 await self.store.release(name, claim.holder)
             raise
-        last_turn = max((event.turn for event in claim.events), default=0)  # a repair closes turns, starts none
-        return SessionCallSink(self.store, name, holder=claim.holder, last_turn=last_turn)
+        # a repair closes turns and starts none: the last turn is still the claim's
+        return SessionCallSink(self.store, name, holder=claim.holder, last_turn=claim.last_turn)
 
     async def close(self, sink: SessionCallSink) -> None:
         """Wait for the call being recorded, then free the session's lease."""

@@ -551,3 +551,35 @@ def test_only_a_held_lease_may_close_a_turn_with_its_step(store: SqlSessionStore
         SessionSink(store, new_session(), 1, 1, ends_turn=True)
     with pytest.raises(ValueError, match="held lease"):
         SessionSink(store, new_session(), 1, 1, starts_turn="{}")
+
+
+async def test_a_writer_claim_reads_only_the_last_turn_and_the_turns_a_crash_left_open(store: SqlSessionStore) -> None:
+    session = new_session()
+    fresh = await store.claim_writer(session)
+    assert (fresh.last_turn, fresh.open_turns) == (0, ())  # a new session
+    await store.release(session, fresh.holder)
+    registry = echo_registry()
+    for _ in range(2):
+        turn = await store.begin_turn(session)
+        await registry.execute_batch([call("a", "echo", {"text": "1"})], registry.seal(), sink=store.sink(session, turn, 1))
+        if turn == 1:
+            await store.end_turn(session, turn)  # turn 2 is left open, as a crash leaves it
+    claim = await store.claim_writer(session)
+    try:
+        assert (claim.last_turn, claim.open_turns) == (2, (2,))
+        assert await store.open_turns(session) == [2]
+        with pytest.raises(SessionLeasedError):
+            await store.repair(session)  # the writer holds it
+    finally:
+        await store.release(session, claim.holder)
+
+
+async def test_open_sessions_are_found_by_exact_prefix_in_one_query(store: SqlSessionStore) -> None:
+    prefix = new_session()
+    names = [f"{prefix}-a", f"{prefix}-b", f"{prefix}-c", f"{prefix}_x"]  # the last one: "_" is no wildcard
+    for name in names:
+        turn = await store.begin_turn(name)
+        if name.endswith("-b"):
+            await store.end_turn(name, turn)  # closed
+    assert await store.open_sessions(f"{prefix}-") == [f"{prefix}-a", f"{prefix}-c"]
+    assert await store.open_sessions(f"{prefix.upper()}-") == []  # exact: not LIKE's case folding

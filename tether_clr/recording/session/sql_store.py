@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -62,7 +63,7 @@ from tether_clr.recording.session.sink import SessionSink
 from tether_clr.records.grants import GrantKey
 from tether_clr.recording.transient import Applied, RetryPolicy, run_with_retries
 
-__all__ = ["Execute", "SqlSessionStore", "free_lease"]
+__all__ = ["Execute", "SqlSessionStore", "WriterClaim", "free_lease"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -76,6 +77,33 @@ Execute = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 # (:meth:`SqlSessionStore._read_back`). Every other operation is a read or may simply run again (taking or
 # renewing one's own lease, releasing it, repairing).
 _RECOGNISED = frozenset({"_begin_turn", "_end_turn", "_commit_rows", "_revoke_grant"})
+
+
+# The turns of a session that started and never ended: turn events have no step, so index lookups over the
+# session's (turn, step, kind) keys, never its payloads.
+_OPEN_TURNS = (
+    "SELECT DISTINCT s.turn FROM session_events s WHERE s.session_id = ? AND s.step IS NULL AND s.kind = ? "
+    "AND NOT EXISTS (SELECT 1 FROM session_events e WHERE e.session_id = s.session_id AND e.turn = s.turn "
+    "AND e.step IS NULL AND e.kind = ?) ORDER BY s.turn"
+)
+_OPEN_SESSIONS = (
+    "SELECT DISTINCT s.session_id FROM session_events s WHERE s.session_id LIKE ? ESCAPE '!' "
+    "AND substr(s.session_id, 1, ?) = ? AND s.step IS NULL AND s.kind = ? "
+    "AND NOT EXISTS (SELECT 1 FROM session_events e WHERE e.session_id = s.session_id AND e.turn = s.turn "
+    "AND e.step IS NULL AND e.kind = ?) ORDER BY s.session_id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterClaim:
+    """A session's lease taken by ``holder`` for writing new turns (:meth:`SqlSessionStore.claim_writer`), with
+    what the writer needs of its log, read in the same transaction: its ``last_turn`` (0 for a new session)
+    and the ``open_turns`` a crashed writer left (to repair under the lease before writing)."""
+
+    session_id: str
+    holder: str
+    last_turn: int
+    open_turns: tuple[int, ...]
 
 
 class SqlSessionStore(ABC):
@@ -253,6 +281,25 @@ class SqlSessionStore(ABC):
             events = self._read(execute, session_id)
         self._hold(session_id, holder)
         return events
+
+    def _claim_writer(self, session_id: str, holder: str) -> tuple[int, list[int]]:
+        """:meth:`_claim`, reading only the session's last turn and its open turns (not its whole log)."""
+        with self._write() as execute:
+            self._lease(execute, session_id, holder, acquire=True)
+            ((last,),) = execute("SELECT MAX(turn) FROM session_events WHERE session_id = ?", (session_id,))
+            crashed = [turn for (turn,) in execute(_OPEN_TURNS, (session_id, TURN_START, TURN_END))]
+        self._hold(session_id, holder)
+        return int(last or 0), crashed
+
+    def _open_turns(self, session_id: str) -> list[int]:
+        with self._write() as execute:
+            return [turn for (turn,) in execute(_OPEN_TURNS, (session_id, TURN_START, TURN_END))]
+
+    def _open_sessions(self, prefix: str) -> list[str]:
+        pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+        with self._write() as execute:
+            rows = execute(_OPEN_SESSIONS, (pattern, len(prefix), prefix, TURN_START, TURN_END))
+        return [session for (session,) in rows]
 
     def _release(self, session_id: str, holder: str) -> None:
         self._held.pop((session_id, holder), None)  # first: even if the delete fails, the lease runs out
@@ -464,6 +511,27 @@ class SqlSessionStore(ABC):
         holder = uuid.uuid4().hex
         events = await self._run(self._claim, session_id, holder)
         return SessionClaim(session_id, holder, tuple(events))
+
+    async def claim_writer(self, session_id: str) -> WriterClaim:
+        """Take the session's lease for a new holder that will write turns under it (renewed until released),
+        reading in the same transaction only its last turn and the turns a crashed writer left open: what
+        ``tether-clr mcp serve --db`` opens each MCP session's log with, at a cost that does not grow with
+        the session's log (SessionLeasedError while another writer holds it)."""
+        session_id = check_session_id(session_id)
+        holder = uuid.uuid4().hex
+        last, crashed = await self._run(self._claim_writer, session_id, holder)
+        return WriterClaim(session_id, holder, last, tuple(crashed))
+
+    async def open_turns(self, session_id: str) -> list[int]:
+        """The session's turns that started and never ended (what a crash leaves), in order."""
+        return await self._run(self._open_turns, check_session_id(session_id))
+
+    async def open_sessions(self, prefix: str = "") -> list[str]:
+        """The sessions whose names start with ``prefix`` that have a turn started and never ended, sorted: what
+        a replica repairs before serving, found in one query rather than by reading every session's log."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        return await self._run(self._open_sessions, prefix)
 
     async def append(
         self, session_id: str, holder: str, events: Sequence[PendingEvent], *, first: bool, release: bool
