@@ -33,8 +33,9 @@ def replica_args(dsn: str) -> list[str]:
 
 
 async def tick(client: Any, n: int) -> Any:
-    """One ``tick`` call, bounded in time: nothing may hang while the database is away."""
-    with anyio.fail_after(20):
+    """One ``tick`` call, bounded in time: nothing may hang while the database is away (a client's calls on one
+    MCP session are answered in turn, each after at most one attempt at the store once it has given up)."""
+    with anyio.fail_after(30):
         return await client.call_tool("tick", {"n": n})
 
 

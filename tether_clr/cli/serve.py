@@ -142,13 +142,11 @@ class SessionCallSink:
         try:
             if step is not None and step.turn_ended:
                 self._last_turn = turn
-            elif self.holder is not None:  # the turn may be open: repair it now, or before the next call
+            elif self.holder is not None:
+                # The turn may be open. The store is failing (why we are here): it is repaired before the next
+                # call starts its turn, or when the session closes, not now (a call refused in an outage is
+                # answered after one attempt at the store, not two).
                 self.unsettled = True
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await self.settle()
-                    except Exception:
-                        pass  # the store is failing (why we are here): the next call, or closing, repairs first
             elif turn is not None and (step is None or step.turn_started or not step.starts_turn):
                 with anyio.CancelScope(shield=True):
                     await self.store.end_turn(self.session_id, turn, holder=self.holder)
