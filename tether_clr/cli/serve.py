@@ -23,7 +23,8 @@ import anyio
 
 from tether_clr.recording.session.encoding import dumps
 from tether_clr.recording.session.events import SessionLeasedError
-from tether_clr.recording.session.sql_store import SqlSessionStore, WriterClaim
+from tether_clr.recording.session.sql_store import SqlSessionStore
+from tether_clr.recording.session.writers import WriterClaim
 from tether_clr.recording.session.sink import SessionSink
 from tether_clr.records.context import RequestContext
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome

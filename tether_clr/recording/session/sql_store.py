@@ -25,7 +25,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -60,10 +59,11 @@ from tether_clr.recording.session.refusals import (
 )
 from tether_clr.recording.session.repair import plan_repair
 from tether_clr.recording.session.sink import SessionSink
+from tether_clr.recording.session.writers import WriterClaim, last_and_open_turns, open_sessions, open_turns
 from tether_clr.records.grants import GrantKey
 from tether_clr.recording.transient import Applied, RetryPolicy, run_with_retries
 
-__all__ = ["Execute", "SqlSessionStore", "WriterClaim", "free_lease"]
+__all__ = ["Execute", "SqlSessionStore", "free_lease"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -77,33 +77,6 @@ Execute = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 # (:meth:`SqlSessionStore._read_back`). Every other operation is a read or may simply run again (taking or
 # renewing one's own lease, releasing it, repairing).
 _RECOGNISED = frozenset({"_begin_turn", "_end_turn", "_commit_rows", "_revoke_grant"})
-
-
-# The turns of a session that started and never ended: turn events have no step, so index lookups over the
-# session's (turn, step, kind) keys, never its payloads.
-_OPEN_TURNS = (
-    "SELECT DISTINCT s.turn FROM session_events s WHERE s.session_id = ? AND s.step IS NULL AND s.kind = ? "
-    "AND NOT EXISTS (SELECT 1 FROM session_events e WHERE e.session_id = s.session_id AND e.turn = s.turn "
-    "AND e.step IS NULL AND e.kind = ?) ORDER BY s.turn"
-)
-_OPEN_SESSIONS = (
-    "SELECT DISTINCT s.session_id FROM session_events s WHERE s.session_id LIKE ? ESCAPE '!' "
-    "AND substr(s.session_id, 1, ?) = ? AND s.step IS NULL AND s.kind = ? "
-    "AND NOT EXISTS (SELECT 1 FROM session_events e WHERE e.session_id = s.session_id AND e.turn = s.turn "
-    "AND e.step IS NULL AND e.kind = ?) ORDER BY s.session_id"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class WriterClaim:
-    """A session's lease taken by ``holder`` for writing new turns (:meth:`SqlSessionStore.claim_writer`), with
-    what the writer needs of its log, read in the same transaction: its ``last_turn`` (0 for a new session)
-    and the ``open_turns`` a crashed writer left (to repair under the lease before writing)."""
-
-    session_id: str
-    holder: str
-    last_turn: int
-    open_turns: tuple[int, ...]
 
 
 class SqlSessionStore(ABC):
@@ -286,20 +259,17 @@ class SqlSessionStore(ABC):
         """:meth:`_claim`, reading only the session's last turn and its open turns (not its whole log)."""
         with self._write() as execute:
             self._lease(execute, session_id, holder, acquire=True)
-            ((last,),) = execute("SELECT MAX(turn) FROM session_events WHERE session_id = ?", (session_id,))
-            crashed = [turn for (turn,) in execute(_OPEN_TURNS, (session_id, TURN_START, TURN_END))]
+            found = last_and_open_turns(execute, session_id)
         self._hold(session_id, holder)
-        return int(last or 0), crashed
+        return found
 
     def _open_turns(self, session_id: str) -> list[int]:
         with self._write() as execute:
-            return [turn for (turn,) in execute(_OPEN_TURNS, (session_id, TURN_START, TURN_END))]
+            return open_turns(execute, session_id)
 
     def _open_sessions(self, prefix: str) -> list[str]:
-        pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
         with self._write() as execute:
-            rows = execute(_OPEN_SESSIONS, (pattern, len(prefix), prefix, TURN_START, TURN_END))
-        return [session for (session,) in rows]
+            return open_sessions(execute, prefix)
 
     def _release(self, session_id: str, holder: str) -> None:
         self._held.pop((session_id, holder), None)  # first: even if the delete fails, the lease runs out
