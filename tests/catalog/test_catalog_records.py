@@ -81,7 +81,7 @@ def test_tool_metadata_defaults_are_the_issue_defaults() -> None:
     assert dataclasses.asdict(m) == {
         "logical_name": None, "version": "1.0.0", "provider": None, "tenants": None,
         "required_scopes": frozenset(), "environments": None, "regions": None, "side_effect": SideEffect.NONE,
-        "risk_level": "low", "read_only": False, "destructive": False, "idempotent": False, "open_world": False,
+        "risk_level": "low", "read_only": None, "destructive": None, "idempotent": None, "open_world": None,
         "domain": None, "tags": frozenset(), "aliases": (), "origin": "builtin", "compatibility": "strict",
         "max_result_bytes": None, "enabled_when": None, "title": None, "deferred": False, "search_hint": None,
     }
@@ -128,6 +128,16 @@ def test_tool_metadata_refuses_invalid_values(bad: dict[str, Any]) -> None:
 def test_tool_metadata_refuses_wrong_types(bad: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         ToolMetadata(**bad)
+
+
+@pytest.mark.parametrize("claim", ["read_only", "destructive", "idempotent", "open_world"])
+def test_a_behaviour_claim_is_true_false_or_not_said(claim: str) -> None:
+    assert getattr(ToolMetadata(), claim) is None  # nobody said: not the same as False
+    for said in (True, False, None):
+        assert getattr(ToolMetadata(**{claim: said}), claim) is said
+        assert getattr(ToolMetadata().updated(**{claim: said}), claim) is said
+    with pytest.raises(TypeError, match=claim):
+        ToolMetadata(**{claim: "yes"})
 
 
 def test_empty_tenant_set_allows_nobody_while_none_allows_everybody() -> None:

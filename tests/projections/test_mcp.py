@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent, Tool, ToolAnnotations
 
 from tests.support import ROOT
 from tests.support.projection_tools import CONTEXT, trip_registry
-from tether_clr import ImagePart, SideEffect, TextPart, ToolExecutionOutcome, ToolMetadata
+from tether_clr import (ImagePart, PythonFunction, SideEffect, TextPart, ToolExecutionOutcome, ToolMetadata,
+                        ToolRegistrationOptions, ToolRegistry)
 from tether_clr.projections import mcp_annotations, mcp_tool_dicts, to_call_tool_result, to_mcp_tools
+
+def delete_everything() -> str:
+    """Delete every record (no metadata says so)."""
+    return "deleted"
+
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x02" * 8
 
@@ -22,24 +29,80 @@ def test_mcp_tools_are_sdk_tool_objects_with_input_schema_title_and_annotations(
     assert all(isinstance(t, Tool) for t in tools) and [t.name for t in tools] == ["plan_trip", "weather"]
     plan, weather = tools
     assert plan.title == "Plan a trip" and plan.input_schema == assembly.definitions[0].parameters
-    assert plan.annotations == ToolAnnotations(title="Plan a trip", read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    assert plan.annotations == ToolAnnotations(title="Plan a trip", idempotent_hint=True)
     assert weather.title is None and weather.annotations is not None and weather.annotations.read_only_hint is True
     dumped = plan.model_dump(by_alias=True, exclude_none=True)
     assert dumped == mcp_tool_dicts(assembly)[0] and "inputSchema" in dumped
 
 
-def test_mcp_annotations_are_derived_from_the_metadata() -> None:
-    assert mcp_annotations(ToolMetadata()) == {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
-    assert mcp_annotations(ToolMetadata(read_only=True, title="T")) == {"title": "T", "readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
-    # a read-only claim with a side effect is not read-only; a destructive side effect is destructive
-    assert mcp_annotations(ToolMetadata(read_only=True, side_effect=SideEffect.WRITE))["readOnlyHint"] is False
-    assert mcp_annotations(ToolMetadata(side_effect=SideEffect.DESTRUCTIVE))["destructiveHint"] is True
-    assert mcp_annotations(ToolMetadata(destructive=True))["destructiveHint"] is True
-    assert mcp_annotations(ToolMetadata(idempotent=True))["idempotentHint"] is True
+def _annotations(metadata: ToolMetadata) -> dict[str, Any]:
+    """``mcp_annotations(metadata)``, checked against the SDK's own ``ToolAnnotations`` (it must round-trip)."""
+    annotations = mcp_annotations(metadata)
+    assert ToolAnnotations.model_validate(annotations).model_dump(by_alias=True, exclude_none=True) == annotations
+    return annotations
+
+
+# (hint, metadata that says true, that says false, that says other things but not this)
+_HINTS = [
+    ("readOnlyHint", {"read_only": True}, {"read_only": False}, {"idempotent": True, "open_world": False}),
+    ("destructiveHint", {"destructive": True}, {"destructive": False}, {"idempotent": True, "open_world": False}),
+    ("idempotentHint", {"idempotent": True}, {"idempotent": False}, {"read_only": True, "open_world": False}),
+    ("openWorldHint", {"open_world": True}, {"open_world": False}, {"read_only": True, "idempotent": True}),
+]
+
+
+@pytest.mark.parametrize(("hint", "says_true", "says_false", "silent"), _HINTS, ids=[h[0] for h in _HINTS])
+def test_an_mcp_hint_is_sent_as_the_metadata_says_it_and_omitted_when_not_said(
+    hint: str, says_true: dict[str, bool], says_false: dict[str, bool], silent: dict[str, bool]
+) -> None:
+    assert _annotations(ToolMetadata(**says_true))[hint] is True  # type: ignore[arg-type]
+    assert _annotations(ToolMetadata(**says_false))[hint] is False  # type: ignore[arg-type]
+    assert hint not in _annotations(ToolMetadata(**silent))  # type: ignore[arg-type]
+    assert hint not in _annotations(ToolMetadata(title="Only a title"))
+
+
+def test_a_tool_without_metadata_has_no_hints_which_mcp_reads_as_destructive_and_open_world() -> None:
+    assert _annotations(ToolMetadata()) == {}
+    assert _annotations(ToolMetadata(title="T")) == {"title": "T"}
+    registry = ToolRegistry()
+    registry.register(PythonFunction.from_callable(delete_everything))
+    [tool] = to_mcp_tools(registry.seal())
+    assert tool.annotations is None and "annotations" not in mcp_tool_dicts(registry.seal())[0]
+
+
+def test_side_effects_only_ever_make_a_hint_less_safe() -> None:
+    # NONE is the default, not a claim: alone it establishes nothing
+    assert _annotations(ToolMetadata(side_effect=SideEffect.NONE)) == {}
+    assert _annotations(ToolMetadata(side_effect=SideEffect.WRITE)) == {"readOnlyHint": False}
+    assert _annotations(ToolMetadata(side_effect=SideEffect.DESTRUCTIVE)) == {"readOnlyHint": False, "destructiveHint": True}
     for side_effect in (SideEffect.EXTERNAL_COMMUNICATION, SideEffect.FINANCIAL):
-        assert mcp_annotations(ToolMetadata(side_effect=side_effect))["openWorldHint"] is True
-    assert mcp_annotations(ToolMetadata(open_world=True))["openWorldHint"] is True
-    ToolAnnotations.model_validate(mcp_annotations(ToolMetadata(title="x", destructive=True)))
+        assert _annotations(ToolMetadata(side_effect=side_effect)) == {"readOnlyHint": False, "openWorldHint": True}
+    # a side effect or a destructive claim overrides a read-only or a closed-world claim (fail closed)
+    assert _annotations(ToolMetadata(read_only=True, side_effect=SideEffect.WRITE))["readOnlyHint"] is False
+    assert _annotations(ToolMetadata(read_only=True, destructive=True)) == {"readOnlyHint": False, "destructiveHint": True}
+    assert _annotations(ToolMetadata(destructive=False, side_effect=SideEffect.DESTRUCTIVE))["destructiveHint"] is True
+    assert _annotations(ToolMetadata(open_world=False, side_effect=SideEffect.FINANCIAL))["openWorldHint"] is True
+    # an established read-only tool is non-destructive; it says nothing about idempotence or the world
+    assert _annotations(ToolMetadata(read_only=True, title="T")) == {"title": "T", "readOnlyHint": True, "destructiveHint": False}
+
+
+def test_annotations_follow_metadata_updates_and_a_claim_can_be_withdrawn() -> None:
+    registry = trip_registry()
+    registry.update_metadata("plan_trip", "1.0.0", destructive=False, open_world=True)
+    plan = mcp_tool_dicts(registry.assemble(CONTEXT))[0]
+    assert plan["annotations"] == {"title": "Plan a trip", "destructiveHint": False, "idempotentHint": True, "openWorldHint": True}
+    registry.update_metadata("plan_trip", "1.0.0", destructive=None, open_world=None)
+    assert mcp_tool_dicts(registry.assemble(CONTEXT))[0]["annotations"] == {"title": "Plan a trip", "idempotentHint": True}
+
+
+def test_a_csharp_tool_registered_without_metadata_is_listed_with_no_hints(clr_tools: dict[str, Any]) -> None:
+    registry = ToolRegistry()
+    registry.register(clr_tools["functions"]["Add"])
+    registry.register(clr_tools["functions"]["Twice"], None, ToolRegistrationOptions(
+        metadata=ToolMetadata(read_only=True, idempotent=True)))
+    plain, described = to_mcp_tools(registry.seal())
+    assert (plain.name, described.name) == ("Add", "Twice") and plain.annotations is None
+    assert described.annotations == ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
 def test_mcp_tools_follow_metadata_updates_of_later_assemblies() -> None:

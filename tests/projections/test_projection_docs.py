@@ -57,7 +57,7 @@ def test_the_anthropic_example_runs_as_written(tmp_path: Path, clr_tools: dict[s
 
 def test_the_mcp_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
     lines = _run("MCP", tmp_path)
-    assert lines[:4] == ["Stock Stock False False", "price Price True True", "r1 False {'result': 12}", "r2 False {'result': 10.0}"]
+    assert lines[:4] == ["Stock Stock None None", "price Price True True", "r1 False {'result': 12}", "r2 False {'result': 10.0}"]
     assert lines[4].startswith("r3 True {'code': 'UNKNOWN_TOOL', 'reason': None, 'message': ")
 
 

@@ -49,6 +49,13 @@ class ToolMetadata:
     The defaults are the strictest posture: available to every tenant and
     environment only because nothing was restricted yet, but *not* read-only,
     not idempotent, no side-effect claim beyond NONE, compatibility ``strict``.
+    ``read_only``, ``destructive``, ``idempotent`` and ``open_world`` are
+    claims: ``True`` or ``False`` when the tool's author said so, ``None``
+    (the default) when nobody did, so a projection can tell "not destructive"
+    from "not said" and never describe a tool as safe that nobody vouched for
+    (MCP's hints are omitted, which a client reads as "may be destructive, open
+    world"). Governance reads ``None`` as the unsafe answer: a retry policy
+    needs ``idempotent=True``.
     ``tenants``, ``environments`` and ``regions``: ``None`` means no
     restriction, a set is an allow-list (an empty set allows nobody).
     ``logical_name`` ``None`` means the tool's own (model-facing) name;
@@ -74,10 +81,10 @@ class ToolMetadata:
     regions: frozenset[str] | None = None
     side_effect: SideEffect = SideEffect.NONE
     risk_level: str = "low"
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    open_world: bool = False
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
     domain: str | None = None
     tags: frozenset[str] = frozenset()
     aliases: tuple[str, ...] = ()
@@ -101,8 +108,8 @@ class ToolMetadata:
         set_(self, "side_effect", SideEffect(self.side_effect))
         require_str(self.risk_level, "risk_level")
         for flag in ("read_only", "destructive", "idempotent", "open_world"):
-            if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
+            if getattr(self, flag) is not None and not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag} must be a bool or None, got {getattr(self, flag)!r}")
         optional_str(self.domain, "domain")
         set_(self, "tags", str_set(self.tags, "tags"))
         set_(self, "aliases", _aliases(self.aliases))

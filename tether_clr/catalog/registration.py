@@ -99,7 +99,7 @@ class ToolRegistrationOptions:
         if self.retry is not None:
             if not isinstance(self.retry, RetryPolicy):
                 raise TypeError(f"retry must be a RetryPolicy, got {type(self.retry).__name__}")
-            if not (self.metadata is not None and self.metadata.idempotent):
+            if not (self.metadata is not None and self.metadata.idempotent is True):
                 raise ValueError(
                     "a retry policy needs a tool version whose metadata says idempotent=True: "
                     "a retry repeats a body that may have had effects, and only the catalog knows it is safe"

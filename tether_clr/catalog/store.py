@@ -353,7 +353,7 @@ class ToolCatalog(ControlledCatalog):
         with self._lock:
             records = self._records_of(logical_name, version)
             updated = [(r, r.current.candidate.metadata.updated(**changes)) for r in records]
-            if any(r.current.retry is not None and not metadata.idempotent for r, metadata in updated):
+            if any(r.current.retry is not None and metadata.idempotent is not True for r, metadata in updated):
                 raise ValueError(f"{logical_name!r} {version} has a retry policy: it cannot stop being idempotent")
             control = self._control
             if control is None:

@@ -42,7 +42,7 @@ it failed (the batch is aborting: stop)."""
 
 def _still_idempotent(entry: ToolEntry) -> bool:
     record = entry.record
-    return record.entry is not None and record.current.candidate.metadata.idempotent
+    return record.entry is not None and record.current.candidate.metadata.idempotent is True
 
 
 async def backoff(token: CancellationToken, seconds: float) -> bool:
