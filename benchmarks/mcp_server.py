@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/mcp_server.py [--quick] [--calls N] [--concurrency C] [--rounds R]
         [--era handshake|2026-07-28] [--write-docs]
 
-Runs in the test virtualenv (``.venv``: mcp 2.x, which ``tether_clr.mcp`` needs), not in
-``.venv-bench`` (the peers pin mcp 1.x); ``./tasks.sh bench`` runs it there.
+Runs in the test virtualenv (``.venv``: mcp 2.x, which ``tether_clr.mcp`` needs, and the tests'
+support code), not in ``.venv-bench`` (the peers' pydantic); ``./tasks.sh bench`` runs it there.
 
 Two servers serve the same no-op tool, ``async def echo(text: str) -> str``, each in its
 own uvicorn on 127.0.0.1 in a thread (a port the OS picks; stopped when the run ends):

@@ -146,9 +146,12 @@ def add_openai(suite: Suite) -> None:
 
 
 def add_fastmcp(suite: Suite) -> None:
-    from mcp.server.fastmcp import FastMCP
+    try:
+        from mcp.server.mcpserver import MCPServer as FastMCP  # mcp 2.x (the bench extra's), FastMCP renamed
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP  # mcp 1.x
 
-    server = FastMCP("bench")
+    server = FastMCP("bench", log_level="WARNING")
     server.tool()(echo)
 
     async def one() -> object:

@@ -3,7 +3,6 @@ the OS picks, stopped on exit; and the SDK's client for it, identity in its head
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,16 +14,18 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tether_clr.cli.serving import listening_socket
+
 
 @contextmanager
 def serving(make_app: Callable[[], Any]) -> Iterator[str]:
     """Serve ``make_app()`` on 127.0.0.1 (its own asyncio loop, in a thread) and yield its ``/mcp`` URL; stops by itself.
 
     The app is built in that thread (uvicorn's ``factory=True``): the SDK's session manager makes its
-    anyio primitives when built, so building it under the test's trio loop would tie them to trio."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    anyio primitives when built, so building it under the test's trio loop would tie them to trio.
+    The socket is the one ``tether-clr mcp serve`` listens on (``listening_socket``: TCP_NODELAY on it and on
+    the connections it accepts), so that the tests and benchmarks meet no Nagle stall the command does not."""
+    sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(make_app, factory=True, log_level="warning", access_log=False, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

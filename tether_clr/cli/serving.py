@@ -20,7 +20,7 @@ from rich.console import Console
 
 from tether_clr.foundations.text import describe_exception
 
-__all__ = ["serve_http", "serve_stdio"]
+__all__ = ["listening_socket", "serve_http", "serve_stdio"]
 
 
 def serve_stdio(
@@ -96,8 +96,7 @@ def serve_http(
             await super().shutdown(sockets)
 
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server((host, port), family=family)
+        sock = listening_socket(host, port)
     except OSError as exc:
         fault(f"cannot listen on {host}:{port}: {describe_exception(exc)}")
     with sock:
@@ -116,6 +115,35 @@ def serve_http(
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` (port 0: one the OS picks), with TCP_NODELAY on it and on
+    every connection it accepts.
+
+    Why: a response goes out in several writes (headers, body, SSE events); with Nagle's algorithm on,
+    a write waits for the ACK of the one before, which the client's delayed ACK holds back about 40 ms,
+    so every call would stall. ``socket.create_server`` makes a socket whose ``proto`` is 0, and asyncio
+    (under uvicorn) sets TCP_NODELAY only on accepted sockets whose ``proto`` is ``IPPROTO_TCP``. So the
+    socket is made with ``IPPROTO_TCP`` (asyncio then sets the option on each accepted socket) and has
+    the option itself (Linux copies it to accepted sockets; either one suffices there). Otherwise as
+    ``socket.create_server``: the first address family ``host`` resolves to, SO_REUSEADDR on POSIX,
+    IPv6 only for an IPv6 address. Raises ``OSError`` when it cannot resolve, bind or listen.
+    """
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)[0][0]
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        if os.name != "nt":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen()
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _stopped(_signum: int, _frame: Any) -> None:

@@ -8,6 +8,7 @@ it is exact: :mod:`tether_clr.mcp.assemblies`), each call through ``execute_batc
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -60,6 +61,7 @@ from tether_clr.mcp.request import (
     resolve_context,
     stdio_transport,
 )
+from tether_clr.mcp.versions import result_for_version, tool_for_version
 from tether_clr.records.context import RequestContext
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 from tether_clr.records.scope import AgentPipelineScope
@@ -142,7 +144,7 @@ class TetherMcpServer:
         sink_for: SinkFor | None = None,
         elicit_approval: bool = True,
         name: str = "tether-clr",
-        version: str = "",
+        version: str | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -171,7 +173,7 @@ class TetherMcpServer:
         self._notifiers: dict[MemoryObjectSendStream[int], tuple[int, EventLoopToken]] = {}
         sdk_server = _SdkServer(
             name,
-            version=version,
+            version=_package_version() if version is None else version,
             lifespan=self._lifespan,
             on_list_tools=self._list_tools,
             on_subscriptions_listen=self._listen,
@@ -229,7 +231,10 @@ class TetherMcpServer:
             tools, next_cursor = list_page(assembly, None if params is None else params.cursor, self.page_size)
         except InvalidCursorError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
-        return ListToolsResult(tools=[Tool.model_validate(tool) for tool in tools], next_cursor=next_cursor)
+        version = ctx.protocol_version
+        return ListToolsResult(
+            tools=[Tool.model_validate(tool_for_version(tool, version)) for tool in tools], next_cursor=next_cursor
+        )
 
     async def _call_tool(self, ctx: Any, params: CallToolRequestParams) -> dict[str, Any]:
         """``tools/call``: the result as the ``CallToolResult`` dict :meth:`ToolExecutionOutcome.to_mcp`
@@ -277,7 +282,7 @@ class TetherMcpServer:
 
     @staticmethod
     def _result(ctx: Any, outcome: ToolExecutionOutcome) -> dict[str, Any]:
-        result = outcome.to_mcp()
+        result = result_for_version(outcome.to_mcp(), ctx.protocol_version)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             result["resultType"] = "complete"  # required from 2026-07-28 on (the model's default)
         return result
@@ -452,6 +457,17 @@ class TetherMcpServer:
     def close(self) -> None:
         """Stop listening to the registry's changes."""
         self._change_registration.dispose()
+
+
+def _package_version() -> str:
+    """This package's version, as ``serverInfo.version`` announces it: the installed distribution's
+    (``importlib.metadata``), else, run from a source tree that is not installed, ``tether_clr.__version__``."""
+    try:
+        return importlib.metadata.version("tether_clr")
+    except importlib.metadata.PackageNotFoundError:
+        from tether_clr import __version__
+
+        return __version__
 
 
 def create_server(
