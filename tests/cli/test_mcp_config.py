@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -22,11 +23,16 @@ IDENTITY = ["--tenant", "acme", "--principal", "alice", "--scope", "orders:read"
 
 
 def printed(client: str, *args: str) -> str:
-    """What ``mcp config`` prints on stdout, run in the checkout (where the test tools are importable)."""
+    """What ``mcp config --client CLIENT ARGS`` prints on stdout, run in the checkout."""
+    return printed_by(["mcp", "config", "--client", client, *args])
+
+
+def printed_by(argv: list[str]) -> str:
+    """What ``tether-clr ARGV`` prints on stdout, run in the checkout (where the tools are importable)."""
     previous = os.getcwd()
     os.chdir(ROOT)
     try:
-        result = CliRunner().invoke(cli, ["mcp", "config", "--client", client, *args])
+        result = CliRunner().invoke(cli, argv)
     finally:
         os.chdir(previous)
     assert result.exit_code == 0, result.output
@@ -113,6 +119,31 @@ async def test_the_printed_configuration_serves_from_a_folder_outside_the_checko
         priced = await c.call_tool("price", {"product": "tea", "quantity": 2})
     assert names == ["price", "refund"]  # refund is acme's only: the identity came from env
     assert priced.is_error is False and priced.structured_content == {"result": 5.0}
+
+
+def documented_config_commands() -> list[str]:
+    """Every ``tether-clr mcp config`` line in a fenced block of the README and docs/."""
+    fence = re.compile(r"^```[a-z]*\n(.*?)^```", re.S | re.M)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    lines = {line.strip() for page in pages for block in fence.findall(page.read_text(encoding="utf-8"))
+             for line in block.splitlines() if line.strip().startswith("tether-clr mcp config ")}
+    return sorted(lines)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("command", documented_config_commands())
+async def test_each_documented_config_command_prints_a_configuration_that_serves_outside_the_checkout(
+    command: str, tmp_path: Path
+) -> None:
+    argv = shlex.split(command)[1:]  # after tether-clr
+    client = argv[argv.index("--client") + 1]
+    entry = entry_of(client, printed_by(argv))
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"], cwd=str(tmp_path))
+    async with Client(params, mode="legacy") as c:
+        names = {tool.name for tool in (await c.list_tools(cache_mode="refresh")).tools}
+        echoed = await c.call_tool("echo", {"text": "hi"})
+    assert {"echo", "read_note", "delete_note"} <= names
+    assert echoed.is_error is False
 
 
 def test_the_documented_example_assembly_path_exists_from_any_folder(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
