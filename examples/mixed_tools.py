@@ -1,6 +1,6 @@
 """Python tools for examples/mixed.json, registered by a function that takes the registry.
 
-``tether-clr run examples/mixed.json --tools examples.mixed_tools:register --assembly TetherExamples.dll ...``
+``tether-clr run examples/mixed.json --tools examples.mixed_tools:register --assembly "$(python -m tether_clr.cli.demo --print-assembly)" ...``
 
 * ``echo`` and ``read_note``: reads, safe to run in parallel;
 * ``delete_note``: changes the notes, so it requires approval (``--approve`` answers);

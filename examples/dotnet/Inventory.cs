@@ -1,6 +1,6 @@
 // C# tools for examples/mixed.json: public static methods marked [Description] become tools
 // (tether_clr.clr.discover_functions). Compiled from source into a cache, never committed as a DLL:
-//   python -c "from tether_clr.demo import build_example_assembly; print(build_example_assembly())"
+//   python -m tether_clr.cli.demo --print-assembly   (builds it, prints the DLL's absolute path)
 using System;
 using System.ComponentModel;
 

@@ -1,5 +1,5 @@
 """The ``tether-clr`` command line (click): ``run``, ``approve``, ``log show``, ``log verify``, ``log repair``,
-``mcp serve``, ``parity``.
+``mcp serve``, ``mcp config``, ``parity``.
 
 Exit codes of ``run`` and ``approve``: 0 when the script ran to its end,
 whatever the tools' outcomes (a failed call is an outcome, recorded and shown);
@@ -37,6 +37,7 @@ from tether_clr.cli.approval import APPROVE_MODES, approver_for
 from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened, opened_control, shown
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
+from tether_clr.cli.mcp_config import config_command
 from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
 from tether_clr.cli.script import Script, ScriptError, load_script
@@ -390,9 +391,12 @@ def mcp() -> None:
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="http: the port to listen on (0: one the system picks; the URL is printed on stderr).")
 @click.option("--path", "http_path", default="/mcp", show_default=True, help="http: the endpoint's path.")
-@click.option("--tenant", default=None, help="a fixed identity: the tenant of every request (with --principal).")
-@click.option("--principal", default=None, help="a fixed identity: the principal of every request (with --tenant).")
-@click.option("--scope", "scopes", multiple=True, help="a fixed identity: a scope the principal holds (repeatable).")
+@click.option("--tenant", default=None, envvar="TETHER_TENANT", show_envvar=True,
+              help="a fixed identity: the tenant of every request (with --principal).")
+@click.option("--principal", default=None, envvar="TETHER_PRINCIPAL", show_envvar=True,
+              help="a fixed identity: the principal of every request (with --tenant).")
+@click.option("--scope", "scopes", multiple=True, envvar="TETHER_SCOPES", show_envvar=True,
+              help="a fixed identity: a scope the principal holds (repeatable; the variable: space-separated).")
 @click.option("--context", "context_spec", default=None, metavar="package.module:attr",
               help="instead of a fixed identity: context_for(request) -> RequestContext | None (sync or async).")
 @click.option("--db", default=None,
@@ -434,7 +438,8 @@ def mcp_serve(
     """Serve the Python and .NET tools named over MCP, each request through the governed pipeline.
 
     Who is asking comes from the host, never from a client's arguments: a fixed
-    identity (--tenant, --principal, --scope) for every request, or --context
+    identity (--tenant, --principal, --scope, or TETHER_TENANT, TETHER_PRINCIPAL,
+    TETHER_SCOPES in the environment) for every request, or --context
     naming a context_for callable given each McpRequest. Messages go to stderr
     (stdout is the stdio transport's). Stops when the client closes stdin
     (stdio), or on SIGINT/SIGTERM: no new call starts, calls in flight get
@@ -570,6 +575,7 @@ def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple
 
 
 cli.add_command(catalog)
+mcp.add_command(config_command(mcp_serve))
 
 
 def main(argv: list[str] | None = None) -> None:

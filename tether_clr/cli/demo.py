@@ -1,6 +1,7 @@
 """The main job on its example: ``tether-clr run`` on ``examples/mixed.json``, then the log it wrote.
 
     python -m tether_clr.cli.demo [--db PATH] [--backend asyncio|trio] [--no-dotnet]
+    python -m tether_clr.cli.demo --print-assembly   # build the C# tools, print the DLL's absolute path
 
 ``./tasks.sh demo`` runs this from a checkout. It compiles the example's C#
 tools (``examples/dotnet/*.cs``, into the build cache) when a .NET runtime is
@@ -51,10 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, help="SQLite file for the session log (default: a temp file)")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--no-dotnet", action="store_true", help="do not host the C# example tools")
+    parser.add_argument("--print-assembly", action="store_true",
+                        help="only build the example's C# tools and print the DLL's absolute path (for --assembly)")
     args = parser.parse_args(argv)
     if not (EXAMPLES / "mixed.json").is_file():
         print(f"the demo runs from a checkout: no examples at {EXAMPLES}", file=sys.stderr)
         return 2
+    if args.print_assembly:
+        try:
+            print(build_example_assembly().resolve())
+        except Exception as exc:  # no compiler here: said, exit 1
+            print(f"cannot build the example's C# tools: {exc}", file=sys.stderr)
+            return 1
+        return 0
     db = str(args.db or Path(tempfile.mkdtemp(prefix="tether-demo-")) / "session.sqlite")
     run = ["run", str(EXAMPLES / "mixed.json"), "--tools", "examples.mixed_tools:register",
            "--db", db, "--approve", "auto", "--session", SESSION, "--backend", args.backend]
