@@ -209,6 +209,7 @@ case "$cmd" in
          # the MCP server's benchmark uses the tests' support code, telemetry's the test extra: back to the test virtualenv
          VENV="${TETHER_VENV:-$ROOT/.venv}"; PY="$VENV/bin/python"; ensure_venv test
          "$PY" benchmarks/mcp_server.py --write-docs
+         "$PY" benchmarks/mcp_exit.py --write-docs
          # the OpenTelemetry SDK (recording provider, in-memory exporter) is in the test extra
          "$PY" benchmarks/telemetry.py --write-docs ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;

@@ -33,6 +33,15 @@ def test_mcp_server_benchmark_runs_both_servers_over_loopback_http_and_reports_t
         assert row in done.stdout, row
 
 
+def test_mcp_exit_benchmark_times_the_exit_of_the_command_over_stdio_and_http() -> None:
+    pytest.importorskip("tether_clr.mcp", reason="the MCP server needs the mcp extra (mcp 2.x)")
+    command = [sys.executable, str(ROOT / "benchmarks" / "mcp_exit.py"), "--rounds", "1", "--no-clr"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    for row in ("| stdio | stdin closed | none |", "| http | SIGTERM | none |", "no call in flight"):
+        assert row in done.stdout, row
+
+
 def test_catalog_benchmark_builds_its_catalog_and_measures_re_authorization() -> None:
     import anyio
 

@@ -35,6 +35,7 @@ from rich.console import Console
 
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
 from tether_clr.cli.control import CONTROL_HELP, catalog, is_postgres_dsn, opened, opened_control, shown
+from tether_clr.cli.exiting import exit_now
 from tether_clr.cli.loading import ToolSpecError, load_assembly_tools, load_python_tools, resolve_attribute
 from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.mcp_config import config_command
@@ -481,6 +482,10 @@ def mcp_serve(
                 max_sessions=max_sessions,
             )
             serve_http(app, server.drain, grace, host, port, http_path, tools, err, _fault)
+    # Stopped, and all that is durable closed above (calls drained and recorded, leases freed, stores closed):
+    # end now, not through the interpreter's teardown and the .NET runtime's shutdown, which takes seconds
+    # (cli/exiting.py).
+    exit_now(EXIT_OK)
 
 
 def _log_sessions(store: SqlSessionStore, db: str, transport: str, session_id: str | None, err: Console) -> Any:

@@ -8,16 +8,15 @@ the command's own (exceptions as exit 1).
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
 import anyio
 from rich.console import Console
 
+from tether_clr.cli.exiting import exit_now
 from tether_clr.foundations.text import describe_exception
 
 __all__ = ["listening_socket", "serve_http", "serve_stdio"]
@@ -29,9 +28,9 @@ def serve_stdio(
     """Serve until the client closes stdin; on SIGINT or SIGTERM drain (``server.drain(grace)``), run
     ``on_stop`` (free the log sessions' leases), let the answers go out, and exit 0 at once.
 
-    At once (``os._exit``): the SDK reads stdin in a worker thread that no cancellation
-    stops while the client keeps stdin open, so an orderly unwinding would wait for the
-    client's next line. Everything owed is done by then: the calls are recorded and
+    At once (``exit_now``: the exit handlers, a flush, then ``os._exit``): the SDK reads
+    stdin in a worker thread that no cancellation stops while the client keeps stdin
+    open, so an orderly unwinding would wait for the client's next line. Everything owed is done by then: the calls are recorded and
     answered, the leases freed.
     """
 
@@ -49,9 +48,7 @@ def serve_stdio(
                     with anyio.CancelScope(shield=True):
                         await on_stop()
                     await anyio.sleep(0.2)  # the answers of the drained calls: written by the SDK's stdout task
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    os._exit(0)
+                    exit_now(0)  # flushes stdout and stderr, runs the exit handlers but not the .NET runtime's
 
     run(serve)
 

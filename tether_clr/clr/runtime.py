@@ -7,8 +7,10 @@ kind later is an error that says so instead of a crash.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from typing import Any, Literal
 
 from tether_clr.foundations.errors import TetherError
 
-__all__ = ["ClrRuntime", "ClrUnavailableError", "current_runtime", "load_runtime"]
+__all__ = ["ClrRuntime", "ClrUnavailableError", "current_runtime", "load_runtime", "skip_runtime_shutdown"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -143,3 +145,29 @@ def load_runtime(kind: RuntimeKind | None = None) -> ClrRuntime:
         logger.info("hosting %s", _loaded.description)
         return _loaded
 
+
+
+def skip_runtime_shutdown() -> bool:
+    """Take the .NET runtime's shutdown out of the interpreter's exit handlers; True if pythonnet is imported.
+
+    Only for a process that ends with ``os._exit`` right after (what
+    ``tether_clr.cli.exiting.exit_now`` does): the interpreter must not go on to
+    finalize while the runtime it hosts is still running.
+
+    Why skip it: pythonnet registers ``pythonnet.unload`` (``PythonEngine.Shutdown``)
+    and clr_loader registers Mono's ``mono_jit_cleanup`` with :mod:`atexit`. Both run
+    Python's full garbage collection over and over while the runtime releases its
+    Python objects: measured 3.3 s at the exit of ``mcp serve`` with a small assembly
+    (0.2 s without .NET), longer than the MCP SDK's stdio client waits before it kills
+    the process. Neither writes anything durable: they free memory the process's end
+    frees anyway, and run .NET finalizers, which CoreCLR itself never runs at a
+    process's exit, so a tool must not rely on them.
+    """
+    pythonnet = sys.modules.get("pythonnet")
+    if pythonnet is not None:  # unregistering what was never registered does nothing
+        atexit.unregister(pythonnet.unload)
+    mono = sys.modules.get("clr_loader.mono")
+    release = getattr(mono, "_release", None)  # clr_loader's private Mono cleanup (mono_jit_cleanup)
+    if release is not None:
+        atexit.unregister(release)
+    return pythonnet is not None
