@@ -20,8 +20,6 @@ from __future__ import annotations
 import functools
 import getpass
 import shlex
-import signal
-import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -452,7 +450,6 @@ def mcp_serve(
     if not http_path.startswith("/"):
         raise click.UsageError(f"--path must start with '/', got {http_path!r}")
     try:
-        from tether_clr.cli.serve import LogSessions
         from tether_clr.mcp import create_server
     except ImportError as exc:
         _fault(f"the MCP server needs the mcp extra (pip install 'tether_clr[mcp]'): {describe_exception(exc)}")

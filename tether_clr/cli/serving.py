@@ -8,6 +8,7 @@ the command's own (exceptions as exit 1).
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 from collections.abc import Awaitable, Callable

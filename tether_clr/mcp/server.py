@@ -465,9 +465,9 @@ def _package_version() -> str:
     try:
         return importlib.metadata.version("tether_clr")
     except importlib.metadata.PackageNotFoundError:
-        from tether_clr import __version__
+        import tether_clr
 
-        return __version__
+        return str(tether_clr.__dict__.get("__version__", "0+unknown"))  # the package's public declaration
 
 
 def create_server(
