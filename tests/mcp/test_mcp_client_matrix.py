@@ -34,8 +34,13 @@ import pytest
 
 from tests.support import ROOT
 
-agents_mcp = pytest.importorskip("agents.mcp", reason="the clients extra (openai-agents) is not installed")
-pydantic_ai_mcp = pytest.importorskip("pydantic_ai.mcp", reason="the clients extra (pydantic-ai-slim[mcp]) is not installed")
+try:
+    import agents.mcp as agents_mcp
+    import pydantic_ai.mcp as pydantic_ai_mcp
+except ImportError as missing:  # ./tasks.sh test installs the clients extra; .ci/run requires it
+    if os.environ.get("TETHER_REQUIRE_CLIENTS") == "1":
+        raise
+    pytest.skip(f"the clients extra (openai-agents, pydantic-ai-slim[mcp]) is not installed: {missing}", allow_module_level=True)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
