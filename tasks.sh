@@ -2,8 +2,9 @@
 # tether_clr's one entry point: each command installs what it needs, then runs.
 #
 #   ./tasks.sh demo    set up, then run the main job: tether-clr run on examples/mixed.json (Python and C# tools, SQLite log)
-#   ./tasks.sh test    set up, then check the layers (import-linter) and the types (mypy --strict), and run
-#                      the whole test suite: on Mono, the .NET tests again on
+#   ./tasks.sh test    set up (the test and clients extras; clients: the MCP client matrix's libraries), then
+#                      check the layers (import-linter) and the types (mypy --strict), and run the whole test
+#                      suite: on Mono, the .NET tests again on
 #                      CoreCLR (pythonnet hosts one runtime per process), and a wheel smoke test
 #   ./tasks.sh bench   set up its own virtualenv, .venv-bench (the bench extra: the peers, and psycopg), then run
 #                      the benchmarks and rewrite the tables in docs/benchmarks.md; the MCP server's
@@ -198,7 +199,7 @@ cmd="${1:-}"; shift || true
 case "$cmd" in
   setup) setup "$@" ;;
   demo)  setup; cd "$ROOT"; exec "$PY" -m tether_clr.cli.demo "$@" ;;
-  test)  setup; ensure_postgres; run_tests "$@" ;;
+  test)  setup test,clients; ensure_postgres; run_tests "$@" ;;
   bench) VENV="${TETHER_BENCH_VENV:-$ROOT/.venv-bench}"; PY="$VENV/bin/python"
          ensure_dotnet; ensure_venv bench,postgres; ensure_postgres; meai_dir; cd "$ROOT"; "$PY" benchmarks/pipeline.py --write-docs "$@"
          "$PY" benchmarks/catalog.py --write-docs "$@"
