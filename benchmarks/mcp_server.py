@@ -80,11 +80,26 @@ def register(registry: Any) -> None:
 
 
 def context_for(request: Any) -> Any:
-    """``--context benchmarks.mcp_server:context_for``: the identity from the ``x-tenant`` / ``x-principal`` headers."""
+    """``--context benchmarks.mcp_server:context_for``: the identity of each request, from the ``x-tenant`` /
+    ``x-principal`` headers over HTTP, from the client's name (``tenant:principal``) in memory (profile_mcp.py)."""
     from tether_clr import RequestContext
 
-    tenant, principal = request.headers.get("x-tenant"), request.headers.get("x-principal")
+    if request.transport == "http":
+        tenant, principal = request.headers.get("x-tenant"), request.headers.get("x-principal")
+    else:
+        tenant, _, principal = getattr(request.client_info, "name", "").partition(":")
     return RequestContext(tenant, principal) if tenant and principal else None
+
+
+def governed_server() -> Any:
+    """tether_clr's server for ``echo`` in this process, as the command builds it from ``register`` and
+    ``context_for`` (benchmarks/profile_mcp.py profiles it in memory)."""
+    from tether_clr import ToolRegistry
+    from tether_clr.mcp import create_server
+
+    registry = ToolRegistry()
+    register(registry)
+    return create_server(registry, context_for=context_for)
 
 
 def fastmcp_app() -> Any:
@@ -218,7 +233,7 @@ async def measure(args: argparse.Namespace) -> str:
             goal = f"median <= {TARGET}x: {_met(met)}"
         ratios.append([f"`{mode}`", f"{median_ratio:.2f}x", f"{p95_ratio:.2f}x", f"{rate_ratio:.2f}x", f"{cpu_ratio:.2f}x", goal])
     today = datetime.date.today().isoformat()
-    header = (f"Measured with `./tasks.sh bench` (`benchmarks/mcp_server.py --write-docs{' --quick' if args.quick else ''}`, "
+    header = (f"Measured with `benchmarks/mcp_server.py{' --quick' if args.quick else ''} --calls {args.calls} --rounds {args.rounds}` (as `./tasks.sh bench` runs it, "
               f"in `.venv`) on {today}: {machine_line()}; {os.cpu_count()} cores, load average {load_before} "
               f"at the start, {load()} at the end; streamable HTTP on 127.0.0.1, each server a subprocess; "
               f"{args.rounds} round{'s' if args.rounds != 1 else ''} alternating the rows, each {args.calls} sequential calls then {args.calls} calls "
