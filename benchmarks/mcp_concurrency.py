@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +39,7 @@ sys.path.insert(0, str(HERE))
 import anyio  # noqa: E402
 
 from tests.support.mcp_http import http_client  # noqa: E402
+from _serving import MCP_SERVE_READY, served as subprocess_served  # noqa: E402
 from _report import add_write_docs_flag, machine_line, table, versions, write_docs_section  # noqa: E402
 
 SECTION = "mcp-concurrency"
@@ -53,22 +52,8 @@ SERVE = [sys.executable, "-m", "tether_clr.cli", "mcp", "serve", "--tools", "tes
 @contextmanager
 def served(*args: str) -> Iterator[str]:
     """A ``tether-clr mcp serve`` subprocess; yields its URL, stops it with SIGTERM."""
-    process = subprocess.Popen([*SERVE, *args], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
-    assert process.stderr is not None
-    try:
-        for line in process.stderr:
-            if line.startswith("serving MCP at"):
-                yield line.split()[3].rstrip(";")
-                break
-        else:
-            raise SystemExit(f"mcp serve {' '.join(args)} did not start (exit {process.wait()})")
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with subprocess_served([*SERVE, *args], MCP_SERVE_READY) as server:
+        yield server.url
 
 
 class Clients:

@@ -1,32 +1,35 @@
-"""``tools/call`` over streamable HTTP on 127.0.0.1: tether_clr's MCP server against the SDK's FastMCP.
+"""``tools/call`` over streamable HTTP on 127.0.0.1: ``tether-clr mcp serve`` against the SDK's FastMCP, both as users run them.
 
-    .venv/bin/python benchmarks/mcp_server.py [--quick] [--calls N] [--concurrency C] [--rounds R]
-        [--era handshake|2026-07-28] [--write-docs]
+    .venv/bin/python benchmarks/mcp_server.py [--quick] [--calls N] [--concurrency C] [--rounds R] [--warmup W]
+        [--write-docs]
 
 Runs in the test virtualenv (``.venv``: mcp 2.x, which ``tether_clr.mcp`` needs, and the tests'
 support code), not in ``.venv-bench`` (the peers' pydantic); ``./tasks.sh bench`` runs it there.
 
-Two servers serve the same no-op tool, ``async def echo(text: str) -> str``, each in its
-own uvicorn on 127.0.0.1 in a thread (a port the OS picks; stopped when the run ends):
+Two servers serve the same no-op tool, ``async def echo(text: str) -> str``, each a subprocess
+on 127.0.0.1 on a port the OS picks (the URL read from its stderr; SIGTERM at the end):
 
-* tether_clr: ``tether_clr.mcp.create_server`` with governance on: ``context_for`` reads
-  the tenant and principal from headers, so every request is assembled afresh for its
-  caller; a guard and an audit listener are registered, so every call passes both;
-* FastMCP: the SDK's ``MCPServer`` (mcp 2.x's name for ``FastMCP``) with ``@tool()``.
+* tether_clr: ``python -m tether_clr.cli mcp serve --transport http --port 0`` (the command
+  ``tether-clr mcp serve``), with ``--tools benchmarks.mcp_server:register`` (``echo``, a guard and
+  an audit listener, so every call passes both) and ``--context benchmarks.mcp_server:context_for``
+  (the tenant and principal from headers, so every request is assembled afresh for its caller);
+* FastMCP: the SDK's ``MCPServer`` (mcp 2.x's name for ``FastMCP``) with ``@tool()``, its
+  ``streamable_http_app()`` under a plain ``uvicorn.run(app, host="127.0.0.1", port=0)``
+  (this file with ``--serve-fastmcp``).
 
-Both are driven by the SDK's real client (``mcp.Client`` over ``streamable_http_client``,
-handshake era by default: one session per client, opened once and kept; ``--era 2026-07-28``
-speaks the stateless era instead, a request each), from this process's
-event loop. Measured, in rounds that alternate the two servers (A B A B ...) so that
-whatever else loads the machine loads both:
+Both are driven by the SDK's real client (``mcp.Client`` over ``streamable_http_client``) from
+this process, in its default mode, ``auto`` (which speaks 2026-07-28 with both servers: a request
+each, no session), and in ``legacy`` (the handshake era, 2025-11-25: one session, opened once and
+kept). Measured, in rounds that alternate the servers (and the modes) so that whatever else
+loads the machine loads every row:
 
-* latency: ``--calls`` sequential calls per round, each timed; the median and p95 over
+* latency: ``--calls`` sequential calls per row per round, each timed; the median and p95 over
   every round's calls (after a warm-up);
-* throughput: ``--concurrency`` concurrent calls over one session, ``--calls`` in all per
+* throughput: ``--concurrency`` concurrent calls over one client, ``--calls`` in all per
   round; calls per second, the median of the rounds;
-* server CPU: the CPU time of each server's own thread during the sequential calls, per
-  call (the median of the rounds). Not a goal, but what the server itself spends, which
-  the other work on a shared machine inflates far less than wall time.
+* server CPU: the server process's CPU time (user + system, every thread, from ``/proc/<pid>/stat``)
+  during the sequential calls, per call (the median of the rounds). Not a goal, but what the server
+  itself spends, which other work on a shared machine inflates far less than wall time.
 """
 
 from __future__ import annotations
@@ -38,8 +41,6 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
-import threading
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,11 @@ sys.path.insert(0, str(HERE))
 
 import anyio  # noqa: E402
 
-from tests.support.mcp_http import serving  # noqa: E402  (the same uvicorn-in-a-thread server the tests use)
+from _serving import MCP_SERVE_READY, UVICORN_READY, Served, served  # noqa: E402
 from _report import add_write_docs_flag, machine_line, table, versions, write_docs_section  # noqa: E402
 
 SECTION = "mcp"
+TARGET = 1.5
 HEADERS = {"x-tenant": "acme", "x-principal": "alice"}
 ARGS = {"text": "hi"}
 
@@ -63,13 +65,10 @@ async def echo(text: str) -> str:
     return text
 
 
-def governed_server() -> Any:
-    """tether_clr's server for ``echo``, governance on: a guard, an audit listener, and an identity per request
-    (the ``x-tenant`` / ``x-principal`` headers over HTTP; the client's name, ``tenant:principal``, in memory)."""
-    from tether_clr import PythonFunction, RequestContext, ToolRegistry
-    from tether_clr.mcp import McpRequest, create_server
+def register(registry: Any) -> None:
+    """``--tools benchmarks.mcp_server:register``: ``echo``, a guard and an audit listener (governance on)."""
+    from tether_clr import PythonFunction
 
-    registry = ToolRegistry()
     registry.register(PythonFunction.from_callable(echo))
     registry.register_guard(None, lambda execution: None)
     audited: list[int] = [0]
@@ -79,19 +78,28 @@ def governed_server() -> Any:
 
     registry.register_audit_listener(audit)
 
-    def context_for(request: McpRequest) -> RequestContext | None:
-        if request.transport == "http":
-            tenant, principal = request.headers.get("x-tenant"), request.headers.get("x-principal")
-        else:
-            name = getattr(request.client_info, "name", "")
-            tenant, _, principal = name.partition(":")
-        return RequestContext(tenant, principal) if tenant and principal else None
 
+def context_for(request: Any) -> Any:
+    """``--context benchmarks.mcp_server:context_for``: the identity of each request, from the ``x-tenant`` /
+    ``x-principal`` headers over HTTP, from the client's name (``tenant:principal``) in memory (profile_mcp.py)."""
+    from tether_clr import RequestContext
+
+    if request.transport == "http":
+        tenant, principal = request.headers.get("x-tenant"), request.headers.get("x-principal")
+    else:
+        tenant, _, principal = getattr(request.client_info, "name", "").partition(":")
+    return RequestContext(tenant, principal) if tenant and principal else None
+
+
+def governed_server() -> Any:
+    """tether_clr's server for ``echo`` in this process, as the command builds it from ``register`` and
+    ``context_for`` (benchmarks/profile_mcp.py profiles it in memory)."""
+    from tether_clr import ToolRegistry
+    from tether_clr.mcp import create_server
+
+    registry = ToolRegistry()
+    register(registry)
     return create_server(registry, context_for=context_for)
-
-
-def tether_app() -> Any:
-    return governed_server().streamable_http_app(path="/mcp")
 
 
 def fastmcp_app() -> Any:
@@ -102,23 +110,36 @@ def fastmcp_app() -> Any:
     return server.streamable_http_app(streamable_http_path="/mcp")
 
 
-SERVERS: list[tuple[str, Callable[[], Any]]] = [("FastMCP (`MCPServer`)", fastmcp_app), ("tether_clr, governance on", tether_app)]
+def serve_fastmcp() -> None:
+    """``--serve-fastmcp``: FastMCP under a plain ``uvicorn.run`` on 127.0.0.1, a port the OS picks (logged on stderr)."""
+    import uvicorn
+
+    uvicorn.run(fastmcp_app(), host="127.0.0.1", port=0)
 
 
-ERAS = {"handshake": ("legacy", "2025-11-25"), "2026-07-28": ("auto", "2026-07-28")}
-"""``--era``: the client's mode, and the protocol version it must end up speaking."""
+TETHER = "tether_clr (`tether-clr mcp serve`), governance on"
+FASTMCP = "FastMCP (`MCPServer`) under `uvicorn.run`"
+SERVERS: dict[str, tuple[list[str], str, str]] = {
+    TETHER: ([sys.executable, "-m", "tether_clr.cli", "mcp", "serve", "--transport", "http", "--port", "0",
+              "--tools", "benchmarks.mcp_server:register", "--context", "benchmarks.mcp_server:context_for"],
+             MCP_SERVE_READY, ""),
+    FASTMCP: ([sys.executable, str(Path(__file__).resolve()), "--serve-fastmcp"], UVICORN_READY, "/mcp"),
+}
+"""Each server: its command, the stderr line that gives its URL, and what to append to that URL."""
+
+MODES = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+"""The client's modes, and the protocol version each must end up speaking with both servers."""
 
 
-async def connect(stack: AsyncExitStack, url: str, era: str = "handshake") -> Any:
+async def connect(stack: AsyncExitStack, url: str, mode: str) -> Any:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    mode, version = ERAS[era]
     http = httpx2.AsyncClient(headers=HEADERS, timeout=30)
     client = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), mode=mode))
-    if client.protocol_version != version:
-        raise RuntimeError(f"the client speaks {client.protocol_version}, not {version}")
+    if client.protocol_version != MODES[mode]:
+        raise RuntimeError(f"the client in {mode} speaks {client.protocol_version}, not {MODES[mode]}")
     return client
 
 
@@ -138,7 +159,7 @@ async def sequential(client: Any, calls: int) -> list[float]:
 
 
 async def concurrent(client: Any, calls: int, concurrency: int) -> float:
-    """Calls per second with ``concurrency`` calls in flight over one session."""
+    """Calls per second with ``concurrency`` calls in flight over one client."""
     per_worker = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
 
     async def worker(count: int) -> None:
@@ -168,76 +189,71 @@ def load() -> str:
         return f"{os.getloadavg()[0]:.2f}"
 
 
-class ServerClock:
-    """The CPU time of the thread a server runs in (uvicorn's, started by ``serving``): what the server
-    itself spends, which other work on the machine does not inflate the way it does wall time."""
-
-    def __init__(self, before: set[int]) -> None:
-        threads = [t for t in threading.enumerate() if t.ident not in before and t.ident is not None]
-        if len(threads) != 1:
-            raise RuntimeError(f"expected one new server thread, found {len(threads)}")
-        self.clock = time.pthread_getcpuclockid(threads[0].ident)  # type: ignore[arg-type]
-
-    def now(self) -> float:
-        return time.clock_gettime(self.clock)
-
-
 async def measure(args: argparse.Namespace) -> str:
-    latencies: dict[str, list[float]] = {name: [] for name, _ in SERVERS}
-    rates: dict[str, list[float]] = {name: [] for name, _ in SERVERS}
-    cpu: dict[str, list[float]] = {name: [] for name, _ in SERVERS}
+    rows_keys = [(mode, name) for mode in MODES for name in SERVERS]
+    latencies: dict[tuple[str, str], list[float]] = {key: [] for key in rows_keys}
+    rates: dict[tuple[str, str], list[float]] = {key: [] for key in rows_keys}
+    cpu: dict[tuple[str, str], list[float]] = {key: [] for key in rows_keys}
     load_before = load()
     with ExitStack() as servers:
-        urls: dict[str, str] = {}
-        clocks: dict[str, ServerClock] = {}
-        for name, make_app in SERVERS:
-            before = {t.ident for t in threading.enumerate() if t.ident is not None}
-            urls[name] = servers.enter_context(serving(make_app))
-            clocks[name] = ServerClock(before)
+        running: dict[str, Served] = {}
+        for name, (command, ready, suffix) in SERVERS.items():
+            running[name] = servers.enter_context(served(command, ready, env=_env()))
         async with AsyncExitStack() as stack:
-            clients = {name: await connect(stack, url, args.era) for name, url in urls.items()}
+            clients = {(mode, name): await connect(stack, running[name].url + SERVERS[name][2], mode) for mode, name in rows_keys}
             for client in clients.values():  # warm-up: imports, caches, the first assembly
                 await sequential(client, args.warmup)
                 await concurrent(client, args.warmup, args.concurrency)
-            for _ in range(args.rounds):
-                for name, client in clients.items():
-                    start = clocks[name].now()
-                    latencies[name] += await sequential(client, args.calls)
-                    cpu[name].append((clocks[name].now() - start) / args.calls)
-                for name, client in clients.items():
-                    rates[name].append(await concurrent(client, args.calls, args.concurrency))
-    fast, tether = (name for name, _ in SERVERS)
+            for round_ in range(args.rounds):
+                order = rows_keys if round_ % 2 == 0 else rows_keys[::-1]
+                for key in order:
+                    server = running[key[1]]
+                    start = server.cpu_seconds()
+                    latencies[key] += await sequential(clients[key], args.calls)
+                    cpu[key].append((server.cpu_seconds() - start) / args.calls)
+                for key in order:
+                    rates[key].append(await concurrent(clients[key], args.calls, args.concurrency))
     rows = []
-    for name, _ in SERVERS:
-        rows.append([name, f"{statistics.median(latencies[name]) * 1e6:.0f}", f"{p95(latencies[name]) * 1e6:.0f}",
-                     f"{statistics.median(rates[name]):.0f}", f"{statistics.median(cpu[name]) * 1e6:.0f}"])
-    median_ratio = statistics.median(latencies[tether]) / statistics.median(latencies[fast])
-    p95_ratio = p95(latencies[tether]) / p95(latencies[fast])
-    rate_ratio = statistics.median(rates[tether]) / statistics.median(rates[fast])
-    cpu_ratio = statistics.median(cpu[tether]) / statistics.median(cpu[fast])
-    targets = [
-        ["sequential latency, median: tether_clr / FastMCP", f"{median_ratio:.2f}x", "<= 1x", _met(median_ratio <= 1)],
-        ["sequential latency, p95: tether_clr / FastMCP", f"{p95_ratio:.2f}x", "<= 1x", _met(p95_ratio <= 1)],
-        [f"throughput, {args.concurrency} concurrent calls: tether_clr / FastMCP", f"{rate_ratio:.2f}x", ">= 1x",
-         _met(rate_ratio >= 1)],
-    ]
-    met = all(row[3] == "yes" for row in targets)
-    targets.append(["server thread CPU per sequential call: tether_clr / FastMCP (not a goal; steadier under load)",
-                    f"{cpu_ratio:.2f}x", "", ""])
+    for mode, name in rows_keys:
+        key = (mode, name)
+        rows.append([name, f"`{mode}` ({MODES[mode]})", f"{statistics.median(latencies[key]) * 1e6:.0f}",
+                     f"{p95(latencies[key]) * 1e6:.0f}", f"{statistics.median(rates[key]):.0f}",
+                     f"{statistics.median(cpu[key]) * 1e6:.0f}"])
+    ratios = []
+    met = True
+    for mode in MODES:
+        tether, fast = (mode, TETHER), (mode, FASTMCP)
+        median_ratio = statistics.median(latencies[tether]) / statistics.median(latencies[fast])
+        p95_ratio = p95(latencies[tether]) / p95(latencies[fast])
+        rate_ratio = statistics.median(rates[tether]) / statistics.median(rates[fast])
+        cpu_ratio = statistics.median(cpu[tether]) / statistics.median(cpu[fast])
+        goal = ""
+        if mode == "auto":
+            met = median_ratio <= TARGET
+            goal = f"median <= {TARGET}x: {_met(met)}"
+        ratios.append([f"`{mode}`", f"{median_ratio:.2f}x", f"{p95_ratio:.2f}x", f"{rate_ratio:.2f}x", f"{cpu_ratio:.2f}x", goal])
     today = datetime.date.today().isoformat()
-    header = (f"Measured with `./tasks.sh bench` (`benchmarks/mcp_server.py --write-docs{' --quick' if args.quick else ''}`, "
-              f"in `.venv`) on {today}: asyncio; {machine_line()}; {os.cpu_count()} cores, load average {load_before} "
-              f"at the start, {load()} at the end; streamable HTTP on 127.0.0.1, "
-              f"{'handshake era, one session per server' if args.era == 'handshake' else 'the 2026-07-28 era, a request each'}; "
-              f"{args.rounds} round{'s' if args.rounds != 1 else ''} alternating the servers, each {args.calls} sequential calls then {args.calls} calls "
+    header = (f"Measured with `benchmarks/mcp_server.py{' --quick' if args.quick else ''} --calls {args.calls} --rounds {args.rounds}` (as `./tasks.sh bench` runs it, "
+              f"in `.venv`) on {today}: {machine_line()}; {os.cpu_count()} cores, load average {load_before} "
+              f"at the start, {load()} at the end; streamable HTTP on 127.0.0.1, each server a subprocess; "
+              f"{args.rounds} round{'s' if args.rounds != 1 else ''} alternating the rows, each {args.calls} sequential calls then {args.calls} calls "
               f"with {args.concurrency} in flight, after {args.warmup} warm-up calls. Versions: {versions(VERSIONED)}.")
     return "\n\n".join([
         header,
-        table(["server", "median µs per call", "p95 µs per call", f"calls/s, {args.concurrency} concurrent (median of rounds)",
-               "server thread CPU µs per sequential call (median of rounds)"], rows),
-        table(["goal (issue 16): no slower than FastMCP, with governance on", "measured", "goal", "met"], targets),
-        f"Goal met: {'**yes**' if met else '**no**'}.",
+        table(["server", "client mode (protocol)", "median µs per call", "p95 µs per call",
+               f"calls/s, {args.concurrency} concurrent (median of rounds)",
+               "server process CPU µs per sequential call (median of rounds)"], rows),
+        table(["mode: tether_clr / FastMCP", "median latency", "p95 latency", "throughput", "server CPU per call",
+               "goal (issue 28)"], ratios),
+        f"Goal met (issue 28: in `auto`, tether_clr's median latency within {TARGET}x FastMCP's): {'**yes**' if met else '**no**'}.",
     ])
+
+
+def _env() -> dict[str, str]:
+    """The servers' environment: this checkout first on the path (``benchmarks.mcp_server`` and ``tether_clr``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH")]))
+    return env
 
 
 def _met(ok: bool) -> str:
@@ -248,22 +264,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_write_docs_flag(parser, SECTION)
     parser.add_argument("--quick", action="store_true", help="a smoke run: few calls, one round")
-    parser.add_argument("--calls", type=int, default=None, help="calls per server per round (default 500; 20 with --quick)")
+    parser.add_argument("--calls", type=int, default=None, help="calls per row per round (default 300; 20 with --quick)")
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--era", choices=list(ERAS), default="handshake", help="the protocol era the client speaks")
-    parser.add_argument("--rounds", type=int, default=None, help="default 6; 1 with --quick")
-    parser.add_argument("--warmup", type=int, default=None, help="default 100; 5 with --quick")
+    parser.add_argument("--rounds", type=int, default=None, help="default 3; 1 with --quick")
+    parser.add_argument("--warmup", type=int, default=None, help="default 50; 5 with --quick")
+    parser.add_argument("--serve-fastmcp", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.write_docs and args.era != "handshake":
-        parser.error("--write-docs writes the handshake era's table; run --era 2026-07-28 without it")
-    args.calls = args.calls or (20 if args.quick else 500)
-    args.rounds = args.rounds or (1 if args.quick else 6)
-    args.warmup = args.warmup or (5 if args.quick else 100)
+    args.calls = args.calls or (20 if args.quick else 300)
+    args.rounds = args.rounds or (1 if args.quick else 3)
+    args.warmup = args.warmup or (5 if args.quick else 50)
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.serve_fastmcp:
+        serve_fastmcp()
+        return
     logging.basicConfig(level=logging.WARNING)
     for name in ("mcp", "httpx", "httpx2", "uvicorn", "tether_clr"):
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -23,13 +23,15 @@ def test_peers_benchmark_tether_rows_run_and_report_the_targets() -> None:
         assert row in done.stdout
 
 
-def test_mcp_server_benchmark_runs_both_servers_over_loopback_http_and_reports_the_goal() -> None:
+def test_mcp_server_benchmark_runs_the_command_and_fastmcp_as_subprocesses_in_both_client_modes() -> None:
     pytest.importorskip("tether_clr.mcp", reason="the MCP server needs the mcp extra (mcp 2.x)")
     command = [sys.executable, str(ROOT / "benchmarks" / "mcp_server.py"), "--quick", "--calls", "10", "--warmup", "2"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    for row in ("| FastMCP (`MCPServer`) |", "| tether_clr, governance on |", "127.0.0.1",
-                "sequential latency, median: tether_clr / FastMCP", "throughput, 8 concurrent calls", "Goal met:"):
+    for server in ("| tether_clr (`tether-clr mcp serve`), governance on |", "| FastMCP (`MCPServer`) under `uvicorn.run` |"):
+        for mode in ("| `auto` (2026-07-28) |", "| `legacy` (2025-11-25) |"):
+            assert f"{server} {mode[2:]}" in done.stdout, (server, mode)
+    for row in ("127.0.0.1", "each server a subprocess", "| `auto` | ", "| `legacy` | ", "Goal met (issue 28"):
         assert row in done.stdout, row
 
 

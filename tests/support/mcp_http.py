@@ -1,4 +1,4 @@
-"""A streamable HTTP MCP server on 127.0.0.1 for the tests and benchmarks/mcp_server.py: uvicorn in a thread, on a port
+"""A streamable HTTP MCP server on 127.0.0.1 for the tests: uvicorn in a thread, on a port
 the OS picks, stopped on exit; and the SDK's client for it, identity in its headers."""
 
 from __future__ import annotations
