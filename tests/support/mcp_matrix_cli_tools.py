@@ -8,14 +8,6 @@ closed: DENIED).
 
 from __future__ import annotations
 
-from tests.support.mcp_servers import delete_all, price, refund, wire
-from tether_clr import PythonFunction, ToolMetadata, ToolRegistrationOptions, ToolRegistry
+from tests.support.mcp_servers import register_governed
 
-
-def register(registry: ToolRegistry) -> None:
-    registry.register(PythonFunction.from_callable(price), options=ToolRegistrationOptions(
-        metadata=ToolMetadata(title="Price", read_only=True, idempotent=True)))
-    registry.register(PythonFunction.from_callable(refund), options=ToolRegistrationOptions(metadata=ToolMetadata(tenants={"acme"})))
-    registry.register(PythonFunction.from_callable(delete_all))
-    registry.register(PythonFunction.from_callable(wire), options=ToolRegistrationOptions(requires_approval=True))
-    registry.register_guard(None, lambda execution: "deleting everything is not allowed" if execution.name == "delete_all" else None)
+register = register_governed

@@ -72,16 +72,22 @@ class Gate:
         return "never"
 
 
-def governed_registry(gate: Gate | None = None, *, filler: int = 0) -> ToolRegistry:
-    """``price``, ``refund`` (tenant acme only), ``delete_all`` (guarded), ``wire`` (needs approval),
-    ``slow`` (when ``gate`` is given) and ``filler`` tools ``tool_000``..."""
-    registry = ToolRegistry()
+def register_governed(registry: ToolRegistry) -> None:
+    """``price``, ``refund`` (tenant acme only), ``delete_all`` (a guard refuses it) and ``wire`` (needs approval),
+    into ``registry`` (also ``tether-clr mcp serve --tools tests.support.mcp_servers:register_governed``)."""
     registry.register(PythonFunction.from_callable(price), options=ToolRegistrationOptions(
         metadata=ToolMetadata(title="Price", read_only=True, idempotent=True)))
     registry.register(PythonFunction.from_callable(refund), options=ToolRegistrationOptions(metadata=ToolMetadata(tenants={"acme"})))
     registry.register(PythonFunction.from_callable(delete_all))
     registry.register(PythonFunction.from_callable(wire), options=ToolRegistrationOptions(requires_approval=True))
     registry.register_guard(None, lambda execution: "deleting everything is not allowed" if execution.name == "delete_all" else None)
+
+
+def governed_registry(gate: Gate | None = None, *, filler: int = 0) -> ToolRegistry:
+    """``price``, ``refund`` (tenant acme only), ``delete_all`` (guarded), ``wire`` (needs approval),
+    ``slow`` (when ``gate`` is given) and ``filler`` tools ``tool_000``..."""
+    registry = ToolRegistry()
+    register_governed(registry)
     if gate is not None:
         registry.register(PythonFunction.from_callable(gate.slow, name="slow"))
     for index in range(filler):
