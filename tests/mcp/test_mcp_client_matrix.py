@@ -1,12 +1,10 @@
 """The client matrix (issue 28, item 6): ``tether-clr mcp serve`` as a subprocess, over stdio and streamable HTTP,
 driven by the clients users connect it to.
 
+* The ``mcp`` SDK's own ``Client``, in ``legacy`` (the handshake era) and ``auto`` (its default: 2026-07-28).
 * The OpenAI Agents SDK's ``MCPServerStdio`` and ``MCPServerStreamableHttp``, used directly (connect, list, call).
 * pydantic-ai's ``MCPToolset`` in an ``Agent`` run by ``FunctionModel``: a scripted model's tool calls reach the
   governed tools through the agent's own tool loop.
-
-(The ``mcp`` SDK's own ``Client``, in ``legacy`` and ``auto``, is covered by tests/mcp/test_mcp_transports.py and
-tests/cli/test_mcp_serve.py.)
 
 Each client, on each transport, checks the same rules against one served catalog
 (:mod:`tests.support.mcp_matrix_cli_tools` and the C# fixtures, ``PAGE_SIZE`` tools a page so the listing spans
@@ -14,7 +12,7 @@ two pages): every visible tool is listed, a call succeeds, a guarded call is DEN
 ``structuredContent``), an unknown tool is an error the client surfaces, an approval-gated call with no
 elicitation fails closed (DENIED), and a C# tool answers.
 
-Both libraries run on asyncio only (the Agents SDK's servers use asyncio primitives; pydantic-ai's agent loop and
+The Agents SDK and pydantic-ai run on asyncio only (the Agents SDK's servers use asyncio primitives; pydantic-ai's agent loop and
 FastMCP's client are written for asyncio), so this module pins the anyio backend to asyncio.
 """
 
@@ -93,6 +91,63 @@ async def http_server(args: list[str]) -> AsyncIterator[str]:
 
 def stdio_params(args: list[str]) -> dict[str, Any]:
     return {"command": sys.executable, "args": args, "cwd": str(ROOT), "env": dict(os.environ)}
+
+
+# --- the mcp SDK's Client, in legacy and auto --------------------------------------------------------------------
+
+
+async def _sdk_rules(client: Any, names: set[str]) -> None:
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
+
+    listed: list[str] = []
+    cursor = None
+    pages = 0
+    while True:  # the client's own paging: the cursor the server gave
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        listed.extend(tool.name for tool in page.tools)
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert pages == 2 and sorted(listed) == sorted(names)
+    priced = await client.call_tool("price", {"product": "tea", "quantity": 2})
+    assert priced.is_error is False and priced.structured_content == {"result": 5.0}
+    denied = await client.call_tool("delete_all", {})
+    assert denied.is_error is True and (denied.structured_content or {}).get("code") == "DENIED"
+    gated = await client.call_tool("wire", {"amount": 5})  # no elicitation handler, no approval provider
+    assert gated.is_error is True and (gated.structured_content or {}).get("code") == "DENIED"
+    added = await client.call_tool("Add", {"a": 2, "b": 3})
+    assert added.is_error is False and added.structured_content == {"result": 5}
+    with pytest.raises(MCPError) as unknown:
+        await client.call_tool(UNKNOWN, {})
+    assert unknown.value.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_mcp_sdk_client_over_stdio_lists_two_pages_calls_and_fails_closed(
+    served: tuple[list[str], set[str]], mode: str
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    args, names = served
+    params = StdioServerParameters(**stdio_params(args))
+    with anyio.fail_after(50):
+        async with Client(params, mode=mode) as client:
+            await _sdk_rules(client, names)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_mcp_sdk_client_over_streamable_http_lists_two_pages_calls_and_fails_closed(
+    served: tuple[list[str], set[str]], mode: str
+) -> None:
+    from tests.support.mcp_http import http_client
+
+    args, names = served
+    async with http_server(args) as url:
+        with anyio.fail_after(50):
+            async with http_client(url, {}, mode) as client:
+                await _sdk_rules(client, names)
 
 
 # --- the OpenAI Agents SDK: MCPServerStdio / MCPServerStreamableHttp, used directly ----------------------------
