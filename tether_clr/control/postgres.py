@@ -27,12 +27,12 @@ one database at once. psycopg is the optional extra ``postgres``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 from tether_clr.catalog.control import ControlChange
 from tether_clr.control.sql import CHANNEL, SELECT_CHANGES, Execute, SqlCatalogControl, change_from_row, schema
-from tether_clr.recording.pg_pool import connect_once, open_pool, pg_sql, transaction
+from tether_clr.recording.pg_pool import PooledStore, connect_once, open_pool, pg_sql, transaction
 from tether_clr.recording.transient import Applied, RetryPolicy
 
 __all__ = ["PostgresCatalogControl"]
@@ -44,7 +44,7 @@ _SCHEMA = (*schema("DOUBLE PRECISION"), _WRITES)
 _WHAT = "PostgresCatalogControl"
 
 
-class PostgresCatalogControl(SqlCatalogControl):
+class PostgresCatalogControl(PooledStore, SqlCatalogControl):
     """``PostgresCatalogControl(dsn, *, max_connections=4, connect_wait=2.0, retry=None)``: the control log in a
     PostgreSQL database (a libpq DSN or URL).
 
@@ -72,14 +72,6 @@ class PostgresCatalogControl(SqlCatalogControl):
             dsn, name="tether_clr.catalog_control", max_connections=max_connections, connect_wait=connect_wait,
             synchronous_commit="on", what=_WHAT,
         )  # fmt: skip
-
-    @property
-    def pool(self) -> Any:
-        """The ``psycopg_pool.ConnectionPool`` of the store's commits and reads."""
-        return self._pool
-
-    def _serialized(self) -> AbstractContextManager[Any]:
-        return nullcontext()  # each operation has a connection of its own
 
     @contextmanager
     def _transaction(self) -> Iterator[Execute]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import select
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from tether_clr.foundations.incidents import rate_limit_logger
@@ -125,3 +125,18 @@ def transaction(db: Any) -> Iterator[Callable[[str, tuple[Any, ...]], list[tuple
         if committing and is_connection_lost(exc):
             raise OutcomeUnknown("the connection was lost while a commit was in flight") from exc
         raise
+
+
+class PooledStore:
+    """What both PostgreSQL stores share about their pool: ``pool`` for monitoring, and no store-wide lock
+    (each operation takes a pooled connection of its own, so sessions' and hosts' writes run side by side)."""
+
+    _pool: Any
+
+    @property
+    def pool(self) -> Any:
+        """The ``psycopg_pool.ConnectionPool`` the store draws its connections from (``get_stats()`` for monitoring)."""
+        return self._pool
+
+    def _serialized(self) -> AbstractContextManager[Any]:
+        return nullcontext()  # each operation has a connection of its own

@@ -40,7 +40,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 from tether_clr.recording.session.ddl import schema
@@ -61,7 +61,7 @@ from tether_clr.recording.session.refusals import (
     raise_turn_restarted,
     raise_suspended,
 )
-from tether_clr.recording.pg_pool import connect_once, open_pool, pg_sql, transaction
+from tether_clr.recording.pg_pool import PooledStore, connect_once, open_pool, pg_sql, transaction
 from tether_clr.recording.session.sql_store import Execute, SqlSessionStore
 from tether_clr.recording.transient import Applied, OutcomeUnknown, RetryPolicy, is_connection_lost
 
@@ -170,7 +170,7 @@ _APPEND = (
 
 
 
-class PostgresSessionStore(SqlSessionStore):
+class PostgresSessionStore(PooledStore, SqlSessionStore):
     """``PostgresSessionStore(dsn, *, lease_seconds=5, durability="full", group_commit=True, max_connections=10,
     connect_wait=2.0, retry=None)``.
 
@@ -216,14 +216,6 @@ class PostgresSessionStore(SqlSessionStore):
         )  # fmt: skip
         self._pruned = time.monotonic()
         self._prune_lock = threading.Lock()
-
-    @property
-    def pool(self) -> Any:
-        """The ``psycopg_pool.ConnectionPool`` the store draws its connections from (its ``get_stats()`` for monitoring)."""
-        return self._pool
-
-    def _serialized(self) -> AbstractContextManager[Any]:
-        return nullcontext()  # each transaction has a connection of its own
 
     @contextmanager
     def _transaction(self) -> Iterator[Execute]:
