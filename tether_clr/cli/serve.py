@@ -148,9 +148,9 @@ class SessionCallSink:
                 # call starts its turn, or when the session closes, not now (a call refused in an outage is
                 # answered after one attempt at the store, not two).
                 self.unsettled = True
-            elif turn is not None and (step is None or step.turn_started or not step.starts_turn):
+            elif turn is not None:  # a writer without a held lease: begin_turn wrote turn/start, so end it
                 with anyio.CancelScope(shield=True):
-                    await self.store.end_turn(self.session_id, turn, holder=self.holder)
+                    await self.store.end_turn(self.session_id, turn)
         finally:
             if self._held and self._one_at_a_time is not None:
                 self._held = False

@@ -121,7 +121,6 @@ class SessionSink:
         self._adding: tuple[int, tuple[str, ...]] | None = None  # contexts_added, for the outcome_ready that follows
         self._keep_lease = False  # a lease the writer holds beyond this step (``holder``): never taken, never released
         self._starts_turn = starts_turn
-        self.starts_turn = starts_turn is not None  # whether this sink carries its turn's ``turn/start``
         self._ends_turn = ends_turn
         self.turn_started = False  # whether a commit wrote the ``turn/start`` this sink carried (``starts_turn``)
         self.turn_ended = False  # whether batch_finished wrote ``turn/end`` with ``step/end`` (``ends_turn``)
