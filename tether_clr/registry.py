@@ -16,7 +16,7 @@ and are repeated on each method so ``help(ToolRegistry)`` is the whole tour.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from tether_clr.catalog.attachment import ControlAttachment
 from tether_clr.catalog.authority import Authority
@@ -47,6 +47,7 @@ from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.recording.session.protocol import SessionStore
 from tether_clr.recording.session.resume import cancel_step, resume_step
 from tether_clr.records.context import RequestContext
+from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.decisions import ToolExecutionMode
 from tether_clr.records.declaration import ToolSchemaSnapshot
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
@@ -351,6 +352,19 @@ class ToolRegistry:
             instrumentation=self.instrumentation,
         )
 
+    @overload
+    async def execute_batch(
+        self,
+        calls: Sequence[ToolCall] | Iterable[ToolCall],
+        view: SealedToolCatalogView,
+        max_parallelism: int = 4,
+        sink: None = None,
+        cancellation: CancellationToken | None = None,
+        *,
+        approval: ApprovalProvider | None = None,
+    ) -> BatchOutcomes: ...
+
+    @overload
     async def execute_batch(
         self,
         calls: Sequence[ToolCall] | Iterable[ToolCall],
@@ -360,7 +374,18 @@ class ToolRegistry:
         cancellation: CancellationToken | None = None,
         *,
         approval: ApprovalProvider | None = None,
-    ) -> list[ToolExecutionOutcome] | BatchSuspended:
+    ) -> BatchOutcomes | BatchSuspended: ...
+
+    async def execute_batch(
+        self,
+        calls: Sequence[ToolCall] | Iterable[ToolCall],
+        view: SealedToolCatalogView,
+        max_parallelism: int = 4,
+        sink: ToolCallSink | None = None,
+        cancellation: CancellationToken | None = None,
+        *,
+        approval: ApprovalProvider | None = None,
+    ) -> BatchOutcomes | BatchSuspended:
         """Run one model step's calls against ``view`` (a ``seal()`` view or a :class:`ToolAssembly`).
 
         Outcomes come back in the model's order, as a :class:`~tether_clr.BatchOutcomes`
@@ -375,6 +400,11 @@ class ToolRegistry:
 
         ``approval``: the approval provider for this batch only (an MCP server asks the
         client through elicitation); ``None``, the default, uses :attr:`approval`.
+
+        Without a sink nothing can be parked (a ``DEFERRED`` answer then fails
+        closed, UNAVAILABLE ``approval_deferred``), so the type says so: called
+        with no ``sink`` it returns :class:`~tether_clr.BatchOutcomes`, which a
+        loop hands straight to the projections' result helpers.
 
         ``ValueError`` before anything runs when ``view`` was not sealed by this registry.
         """

@@ -25,7 +25,7 @@ from tests.support.projection_tools import (
     trip_registry,
     weather,
 )
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from tether_clr.testing import ScriptedEndpoint
 from tether_clr import PythonFunction, ToolRegistry
 from tether_clr.projections import (
     calls_from_anthropic,

@@ -8,8 +8,6 @@ Submodules imported by name, not re-exported here: ``tests.support.json_strategi
 (Hypothesis strategies for JSON values), ``tests.support.session_stores`` (both session
 stores; their fixtures are in ``tests/recording/session/conftest.py``),
 ``tests.support.durable_approvals`` (the parked-approval scenario of the session tests),
-``tests.support.scripted_endpoint`` (a scripted OpenAI- or Anthropic-compatible endpoint on
-127.0.0.1, for the round trips and docs/projections.md's examples),
 ``tests.support.projection_tools`` (the projection tests' tools, provider replies and SDK checks),
 ``tests.support.telemetry`` (the OpenTelemetry SDK recording in memory, for tests/telemetry),
 and the child processes the tests start as ``sys.executable -m tests.support.<name>``

@@ -2,18 +2,21 @@
 
 ``trip_registry`` holds Python tools whose schemas exercise strict mode
 (optional, nested, enum and array properties) and one tool the test principal may
-not see; ``chat_completion``, ``response`` and ``anthropic_message`` build the JSON
-a provider answers with.
+not see; ``chat_completion``, ``response`` and ``anthropic_message`` (the test kit's
+reply builders, :mod:`tether_clr.testing.endpoint`, by their short names here) build the
+JSON a provider answers with.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter
 
 from tether_clr import PythonFunction, RequestContext, ToolMetadata, ToolRegistrationOptions, ToolRegistry
+from tether_clr.testing.endpoint import anthropic_reply as anthropic_message
+from tether_clr.testing.endpoint import openai_chat_reply as chat_completion
+from tether_clr.testing.endpoint import openai_responses_reply as response
 
 CONTEXT = RequestContext("acme", "alice", scopes=frozenset({"trips:read"}))
 """The principal the assemblies are made for: it holds ``trips:read``, not ``payroll:read``."""
@@ -69,42 +72,6 @@ def trip_registry() -> ToolRegistry:
     registry.register(PythonFunction.from_callable(payroll), None, ToolRegistrationOptions(
         metadata=ToolMetadata(required_scopes={"payroll:read"})))
     return registry
-
-
-def chat_completion(*tool_calls: tuple[str, str, Any], text: str | None = None) -> dict[str, Any]:
-    """A Chat Completions response: an assistant message with ``(id, name, arguments)`` tool calls
-    (arguments given as text are sent as they are), or just ``text``."""
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if tool_calls:
-        message["tool_calls"] = [
-            {"id": id_, "type": "function", "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
-            for id_, name, args in tool_calls
-        ]
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "scripted",
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message, "logprobs": None}]}
-
-
-def response(*function_calls: tuple[str, str, Any], text: str | None = None) -> dict[str, Any]:
-    """A Responses API response: ``function_call`` output items, or a message with ``text``."""
-    output: list[dict[str, Any]] = [
-        {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name, "status": "completed",
-         "arguments": args if isinstance(args, str) else json.dumps(args)}
-        for call_id, name, args in function_calls
-    ]
-    if text is not None:
-        output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
-    return {"id": "resp_1", "object": "response", "created_at": 0, "model": "scripted", "status": "completed",
-            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
-
-
-def anthropic_message(*tool_uses: tuple[str, str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
-    """A Messages API response: ``tool_use`` blocks ``(id, name, input)``, after an optional text block."""
-    content: list[dict[str, Any]] = [] if text is None else [{"type": "text", "text": text}]
-    content += [{"type": "tool_use", "id": id_, "name": name, "input": input_} for id_, name, input_ in tool_uses]
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted", "content": content,
-            "stop_reason": "tool_use" if tool_uses else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1}}
 
 
 def sdk_checked(kind: Any, value: Any) -> Any:

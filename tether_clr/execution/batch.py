@@ -178,7 +178,7 @@ class BatchRun:
             groups.append(parallel)
         return groups
 
-    async def run(self) -> list[ToolExecutionOutcome] | BatchSuspended:
+    async def run(self) -> BatchOutcomes | BatchSuspended:
         # One checkpoint per batch: a batch of instant tools (whose inline groups never wait)
         # still yields to the loop once, and a cancelled host task is cancelled here, before
         # anything is declared.

@@ -37,6 +37,7 @@ from tether_clr.foundations.arguments import ArgumentLimits
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.mcp.inflight import CLIENT_CANCELLED, ConnectionCalls
+from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.records.scope import AgentPipelineScope
 from tether_clr.records.suspension import BatchSuspended
@@ -223,7 +224,7 @@ async def _watched(
     sink: ToolCallSink | None,
     source: CancellationSource,
     approval: ApprovalProvider | None,
-) -> list[ToolExecutionOutcome] | BatchSuspended:
+) -> BatchOutcomes | BatchSuspended:
     """The batch, shielded, with a watcher task beside it that the caller's cancellation reaches."""
     finished = anyio.Event()
 

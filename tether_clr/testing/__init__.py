@@ -1,7 +1,8 @@
 """tether_clr.testing: the test kit (``pip install 'tether_clr[testing]'``); see docs/testing.md.
 
 The helpers here need no pytest: probe tools (:class:`ProbeTool`), a recording
-sink (:class:`RecordingSink`), scripted approvals (:class:`ScriptedApprovals`),
+sink (:class:`RecordingSink`), scripted approvals (:class:`ScriptedApprovals`), a
+scripted model endpoint for the OpenAI and Anthropic clients (:class:`ScriptedEndpoint`),
 :func:`replay` of a ``tether-clr run`` script, the assertions (each raising
 ``AssertionError`` with the log in its message), and test session stores. The
 pytest fixtures (``tether_registry``, ``session_store``, ``recording_sink``,
@@ -27,6 +28,13 @@ from tether_clr.testing.assertions import (
     assert_outcomes,
     events,
 )
+from tether_clr.testing.endpoint import (
+    Reply,
+    ScriptedEndpoint,
+    anthropic_reply,
+    openai_chat_reply,
+    openai_responses_reply,
+)
 from tether_clr.testing.harness import KitRegistry, tool_call
 from tether_clr.testing.probes import ProbeCall, ProbeTool
 from tether_clr.testing.rendering import render_log
@@ -42,14 +50,19 @@ __all__ = [
     "ProbeTool",
     "RecordingSink",
     "Replay",
+    "Reply",
     "ScriptedApprovals",
+    "ScriptedEndpoint",
     "SinkRecord",
+    "anthropic_reply",
     "assert_body_not_run",
     "assert_log_sound",
     "assert_model_order",
     "assert_outcomes",
     "events",
     "open_session_store",
+    "openai_chat_reply",
+    "openai_responses_reply",
     "render_log",
     "replay",
     "store_location",

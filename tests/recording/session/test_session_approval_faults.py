@@ -9,6 +9,7 @@ from tether_clr.recording.session.sql_store import SqlSessionStore
 
 from tether_clr import (
     ApprovalResult,
+    BatchOutcomes,
     BatchSuspended,
     SessionLeasedError,
     ToolCall,
@@ -176,4 +177,15 @@ async def test_deferred_with_a_sink_that_is_not_a_session_log_fails_closed() -> 
     session = new_session()
     result = await registry.execute_batch(step_calls(), registry.assemble(CONTEXT, scope_of(session)), sink=_MemorySink())
     assert not isinstance(result, BatchSuspended)
+    assert codes(result) == [None, "UNAVAILABLE", None, None] and result[1].reason == "approval_deferred"
+
+
+async def test_deferred_without_a_sink_returns_batch_outcomes_as_the_overload_says() -> None:
+    """execute_batch called with no sink is typed to return BatchOutcomes (it cannot park): a DEFERRED
+    answer fails closed and the batch still comes back as BatchOutcomes, never BatchSuspended."""
+    bodies: list[str] = []
+    registry = tools(bodies)
+    session = new_session()
+    result = await registry.execute_batch(step_calls(), registry.assemble(CONTEXT, scope_of(session)))
+    assert type(result) is BatchOutcomes
     assert codes(result) == [None, "UNAVAILABLE", None, None] and result[1].reason == "approval_deferred"

@@ -1,7 +1,10 @@
 """A scripted model endpoint on 127.0.0.1: answers each POST with the next scripted reply and records what it received.
 
-It stands in for OpenAI's and Anthropic's HTTP APIs in the round-trip tests and
-the docs' examples: the real client SDKs talk to it (``base_url=endpoint.url``).
+It stands in for OpenAI's and Anthropic's HTTP APIs, so that an agent loop
+written on the real client SDKs runs offline and deterministically (in a test,
+in a doc's example): the client talks to it (``base_url=endpoint.url``), and
+:func:`openai_chat_reply`, :func:`openai_responses_reply` and
+:func:`anthropic_reply` build what the model answers.
 It serves from its own thread, independent of the event loop, so asyncio and
 trio tests use it alike. It is bounded: it stops when its ``with`` block ends,
 and by itself after ``lifetime`` seconds whatever happens.
@@ -15,12 +18,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Reply", "ScriptedEndpoint"]
+__all__ = ["Reply", "ScriptedEndpoint", "anthropic_reply", "openai_chat_reply", "openai_responses_reply"]
 
 Reply = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -96,3 +100,44 @@ class ScriptedEndpoint:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def _arguments_text(arguments: Any) -> str:
+    """Arguments given as text are sent as they are (malformed JSON included); anything else as its JSON."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def openai_chat_reply(*tool_calls: tuple[str, str, Any], text: str | None = None) -> dict[str, Any]:
+    """A Chat Completions response (``chat.completion``): one choice, an assistant message with
+    ``(id, name, arguments)`` tool calls, or just ``text``."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": _arguments_text(arguments)}}
+            for call_id, name, arguments in tool_calls
+        ]
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "scripted",
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message, "logprobs": None}]}
+
+
+def openai_responses_reply(*function_calls: tuple[str, str, Any], text: str | None = None) -> dict[str, Any]:
+    """A Responses API response: ``function_call`` output items ``(call_id, name, arguments)``, then a message with ``text``."""
+    output: list[dict[str, Any]] = [
+        {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name, "status": "completed",
+         "arguments": _arguments_text(arguments)}
+        for call_id, name, arguments in function_calls
+    ]
+    if text is not None:
+        output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    return {"id": "resp_1", "object": "response", "created_at": 0, "model": "scripted", "status": "completed",
+            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+
+
+def anthropic_reply(*tool_uses: tuple[str, str, Mapping[str, Any]], text: str | None = None) -> dict[str, Any]:
+    """A Messages API response: an optional text block, then ``tool_use`` blocks ``(id, name, input)``."""
+    content: list[dict[str, Any]] = [] if text is None else [{"type": "text", "text": text}]
+    content += [{"type": "tool_use", "id": tool_id, "name": name, "input": dict(input_)} for tool_id, name, input_ in tool_uses]
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted", "content": content,
+            "stop_reason": "tool_use" if tool_uses else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1}}
