@@ -407,14 +407,15 @@ def _category(call: ParityCall, function: ClrFunction | None, meai: SideResult, 
     """The deliberate difference that explains ``fields``, or None: each needs the call's trait and
     the tether_clr outcome that rule gives (a DENIED approval-required call, an INVALID_ARGS parse
     error...), so a difference of another kind on the same call stays unexpected. Checked in this
-    order, so a cancelled approval-required call is a cancellation."""
+    order, so a cancelled approval-required call is a cancellation. An unknown tool is refused by its
+    name on both sides before its argument text is read, so its text never makes it a parse error."""
     if not fields:
         return None
     if call.cancelled:
         return "cancellation" if tether.code in ("ABORTED_BEFORE_DISPATCH", "ABORTED") else None
     if function is not None and function.requires_approval:
         return "approval" if tether.code == "DENIED" and not meai.present else None
-    if not _parses_as_object(call.arguments):
+    if not _parses_as_object(call.arguments) and tether.code != "UNKNOWN_TOOL":
         return "parse_error" if tether.code == "INVALID_ARGS" else None
     if _extra_argument_names(function, call.arguments) and tether.code == "INVALID_ARGS":
         return "unknown_arguments"
