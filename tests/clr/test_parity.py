@@ -7,6 +7,7 @@ unexpected one fails ``assert_parity`` with the report as its message.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.json_strategies import json_values
+from tether_clr.cli import ScriptError, parse_script
 from tether_clr.testing.parity import (
     DELIBERATE_DIFFERENCES,
     ParityCall,
@@ -192,3 +194,113 @@ def test_a_deliberate_trait_explains_only_the_outcome_its_rule_gives(meai: dict[
     assert _compare(cancelled, None, SideResult(True, 2), SideResult(True, 3)).status == "UNEXPECTED"
     malformed = ParityCall("m", "Multiply", "{oops")
     assert _compare(malformed, None, SideResult(True, "Error: Function failed.", "x"), failed).status == "UNEXPECTED"
+
+
+def test_an_unknown_tool_with_malformed_argument_text_is_a_failure_text_not_a_parse_error() -> None:
+    """Both sides refuse the name before they read the arguments (examples/mixed.json's last call does this)."""
+    from tether_clr.clr.parity import SideResult, _compare
+
+    unknown = SideResult(True, {"message": "no tool named 'echo'"}, "UNKNOWN_TOOL: no tool named 'echo'", code="UNKNOWN_TOOL")
+    not_found = SideResult(True, 'Error: Requested function "echo" not found.')
+    assert _compare(ParityCall("c4", "echo", '{"text": '), None, not_found, unknown).category == "failure_text"
+
+
+# ------------------------------------------------------------------------- a tether-clr run script's rows
+def _as_script(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``calls`` as `tether-clr run` records them (docs/cli.md): tool rows with ``callId`` and the argument text,
+    a text row (the model's answer) after every second call."""
+    rows: list[dict[str, Any]] = []
+    for number, call in enumerate(calls, 1):
+        rows.append({"kind": "tool", "callId": call["call_id"], "name": call["name"], "arguments": json.dumps(call.get("arguments", {}))})
+        if number % 2 == 0:
+            rows.append({"kind": "text", "text": f"answer {number}"})
+    return rows
+
+
+def _verdicts(report: ParityReport) -> list[tuple[Any, ...]]:
+    return [(c.call.call_id, c.call.name, c.fields, c.status, c.meai.result, c.meai.exception, c.tether.result, c.tether.exception)
+            for c in report.comparisons]
+
+
+def test_assert_parity_takes_a_run_scripts_rows_and_gives_the_comparison_of_the_equivalent_parity_calls(meai: dict[str, Any]) -> None:
+    calls = [*SUCCESSES, {"call_id": "r", "name": "Refuse", "arguments": {"text": "x"}}, {"call_id": "n", "name": "Nope"}]
+    functions = _functions(meai, *(c["name"] for c in calls if c["name"] != "Nope"))
+    rows = _as_script(calls)
+    assert any(row["kind"] == "text" for row in rows)
+    expected = _verdicts(assert_parity(functions, calls))
+    assert _verdicts(assert_parity(functions, rows)) == expected
+    assert _verdicts(assert_parity(functions, parse_script(rows))) == expected  # a parsed Script is taken too
+    assert [v[3] for v in expected[-2:]] == ["deliberate: failure_text", "deliberate: failure_text"]
+
+
+def test_a_run_scripts_tool_rows_are_the_calls_and_its_text_rows_are_ignored() -> None:
+    rows = [{"kind": "text", "text": "thinking aloud"},
+            {"kind": "tool", "callId": "a", "name": "f", "arguments": "{\"x\": 1}"},
+            {"kind": "tool", "callId": "b", "name": "g", "arguments": {"y": 2}},
+            {"kind": "text", "text": "done"},
+            {"kind": "tool", "callId": "a", "name": "h", "arguments": "{oops"}]  # an id may come back in a later step, as in run
+    assert parse_parity_calls(rows) == [ParityCall("a", "f", '{"x": 1}'), ParityCall("b", "g", '{"y":2}'), ParityCall("a", "h", "{oops")]
+    assert parse_parity_calls([{"kind": "tool", "callId": "c", "name": "f"}]) == [ParityCall("c", "f", "{}")]
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"kind": "tool", "callId": "a", "name": "f"}, "text"], "row 2: a row is a JSON object"),
+    ([{"kind": "tool", "callId": "a", "name": "f"}, {"kind": "tool", "name": "f"}], "row 2: 'callId' must be"),
+    ([{"kind": "tool", "callId": "a"}], "row 1: 'name' must be"),
+    ([{"kind": "tool", "callId": "a", "name": "f", "arguments": 3}], "row 1: 'arguments' must be"),
+    ([{"kind": "text", "text": 3}, {"kind": "tool", "callId": "a", "name": "f"}], "row 1: 'text' must be"),
+    ([{"kind": "tool", "callId": "a", "name": "f"}, {"kind": "approval", "callId": "a"}], "row 2: 'kind' must be 'tool' or 'text'"),
+    ([{"kind": "tool", "callId": "a", "name": "f"}, {"kind": "tool", "callId": "a", "name": "g"}], "row 2: call id 'a' is used twice in one step"),
+    ([{"kind": "tool", "callId": "a", "name": "f", "cancelled": True}], "row 1 (calls[0]): 'cancelled' is a key of the parity calls format"),
+])
+def test_a_malformed_run_script_row_is_refused_naming_the_row(rows: Any, message: str) -> None:
+    with pytest.raises(ParityCallsError, match=re.escape(message)):
+        parse_parity_calls(rows)
+
+
+def test_a_list_mixing_script_rows_and_parity_calls_is_refused_naming_the_first_odd_row() -> None:
+    for rows in ([{"call_id": "a", "name": "f"}, {"kind": "tool", "callId": "b", "name": "f"}],
+                 [{"kind": "tool", "callId": "a", "name": "f"}, {"kind": "text", "text": "x"}, {"call_id": "b", "name": "f"}]):
+        with pytest.raises(ParityCallsError, match=r"has no 'kind' while row \d is a tether-clr run script row") as raised:
+            parse_parity_calls(rows)
+        odd = next(i for i, row in enumerate(rows) if "kind" not in row)
+        assert f"row {odd + 1} (calls[{odd}])" in str(raised.value)
+
+
+def test_a_run_script_without_tool_rows_is_refused_not_an_empty_comparison() -> None:
+    with pytest.raises(ParityCallsError, match="no tool rows"):
+        parse_parity_calls([{"kind": "text", "text": "no calls at all"}])
+    with pytest.raises(ParityCallsError, match="no tool rows"):
+        assert_parity([], parse_script([{"kind": "text", "text": "no calls at all"}]))
+    assert parse_parity_calls([]) == []  # parity's own format: an empty list is still no calls
+
+
+_script_rows = st.lists(st.one_of(
+    st.dictionaries(st.sampled_from(["kind", "callId", "name", "arguments", "text", "call_id"]), json_values),
+    st.fixed_dictionaries({"kind": st.sampled_from(["tool", "text"]), "callId": st.sampled_from(["a", "b", ""]),
+                           "name": st.sampled_from(["f", ""]), "text": st.text(max_size=3)}),
+    json_values,
+), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_script_rows)
+def test_rows_with_kind_are_read_exactly_as_tether_clr_run_reads_them(rows: list[Any]) -> None:
+    """Parity takes a script precisely when ``run`` does (and it has a tool row), with the same calls, in order."""
+    rows = json.loads(json.dumps(rows))
+    try:
+        calls = parse_parity_calls(rows)
+    except ParityCallsError:
+        calls = None
+    if not any(isinstance(row, dict) and "kind" in row for row in rows):
+        return  # parity's own format, checked above
+    try:
+        script = parse_script(rows)
+    except ScriptError:
+        assert calls is None
+        return
+    mixed = any(isinstance(row, dict) and ("kind" not in row or "cancelled" in row) for row in rows)
+    if mixed or not script.calls:
+        assert calls is None
+    else:
+        assert calls == [ParityCall(c.call_id, c.name, c.arguments) for c in script.calls]

@@ -12,7 +12,8 @@ be imported or registered, an unknown option, a call that is not parked).
 ``parity`` exits 0 when every difference from Microsoft.Extensions.AI's own
 invoker is deliberate (or accepted with ``--expect``), 1 on an unexpected
 difference or an infrastructure fault, 2 on bad usage (no such assembly, a
-malformed calls.json).
+malformed calls.json). Its calls file is either parity calls (``call_id``) or a
+``run`` script (rows with ``kind``: its tool rows are the calls, text rows are ignored).
 """
 
 from __future__ import annotations
@@ -559,7 +560,10 @@ def _identity(
 @click.option("--backend", type=click.Choice(["asyncio", "trio"]), default="asyncio", show_default=True)
 def parity(assembly: str, calls_path: str, meai_dir: str | None, expected: tuple[str, ...], backend: str) -> None:
     """Run calls.json through Microsoft.Extensions.AI's FunctionInvokingChatClient and through tether_clr with the
-    assembly's functions; print the comparison (docs/csharp-tools.md (Parity)). Exit 1 on an unexpected difference."""
+    assembly's functions; print the comparison (docs/csharp-tools.md (Parity)). Exit 1 on an unexpected difference.
+
+    calls.json is a list of parity calls ({call_id, name, arguments, cancelled?}) or a `tether-clr run` script
+    (rows with "kind"): the script's tool rows are the calls, its text rows are ignored."""
     if not Path(assembly).is_file():
         raise click.UsageError(f"no assembly at {assembly!r}")
     try:

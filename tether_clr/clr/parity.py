@@ -4,6 +4,8 @@
 The public face is :mod:`tether_clr.testing.parity` (``assert_parity``) and ``tether-clr parity``;
 this module lives in the .NET adapter so that both can use it without the command line importing
 the test kit. See docs/csharp-tools.md (Parity) for the calls format and the deliberate differences.
+The calls come in either of two formats: its own (``call_id``) or a ``tether-clr run`` script's rows
+(``kind``, ``callId``), read by that command's own parser (:mod:`tether_clr.records.script`).
 
 The MEAI side is ``bridge/parity/ScriptedChatClient.cs``, compiled at run time against the real
 assemblies (``TETHER_MEAI_DIR`` or ``meai_dir=``): a scripted ``IChatClient`` answers the first
@@ -33,6 +35,7 @@ from tether_clr.clr.runtime import ClrUnavailableError, load_runtime
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.records.outcomes import ToolCall
+from tether_clr.records.script import Script, ScriptError, parse_script
 from tether_clr.registry import ToolRegistry
 
 __all__ = [
@@ -69,7 +72,8 @@ _FIELDS = ("call_id", "result", "exception")
 
 
 class ParityCallsError(ValueError):
-    """A calls list (calls.json) that is not a list of ``{call_id, name, arguments}`` objects."""
+    """A calls list (calls.json) that is neither a list of ``{call_id, name, arguments}`` objects nor
+    a ``tether-clr run`` script with at least one tool row; the message names the entry or row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,12 +190,60 @@ class ParityReport:
 
 
 # ------------------------------------------------------------------------------------------- calls
-def parse_parity_calls(data: Any) -> list[ParityCall]:
-    """The calls of a decoded calls.json: a list of ``{"call_id", "name", "arguments", "cancelled"?}``.
+def _is_script_row(row: Any) -> bool:
+    """A row with ``kind`` is a ``tether-clr run`` script row; any other object is a parity call."""
+    return isinstance(row, dict) and "kind" in row
 
-    ``arguments`` is an object (sent as its JSON text) or a string (the model's text exactly,
-    malformed or not; absent means ``{}``). Call ids must be unique strings.
+
+def _script_calls(script: Script) -> list[ParityCall]:
+    calls = script.calls
+    if not calls:
+        raise ParityCallsError("the tether-clr run script has no tool rows: there is no call to compare")
+    return [ParityCall(call.call_id, call.name, call.arguments) for call in calls]
+
+
+def _parse_script_rows(rows: list[Any]) -> list[ParityCall]:
+    """The tool rows of a ``tether-clr run`` script, as calls; its text rows are left out.
+
+    Read by the command's own parser, so parity takes exactly the scripts ``run`` takes: a malformed
+    row is refused naming it (``row N``, counted from 1), never dropped. Two formats in one list are
+    refused too (a row without ``kind`` beside script rows), and so is ``cancelled`` on a script row
+    (the run format has no such key; silently running the call uncancelled would check the wrong thing).
+    A call id may repeat across steps, as ``run`` allows (some providers reuse them): each call is
+    still compared alone, and ``--expect``/``expected_differences`` naming that id covers each of them.
     """
+    first = next(index for index, row in enumerate(rows) if _is_script_row(row))
+    for index, row in enumerate(rows):
+        where = f"row {index + 1} (calls[{index}])"
+        if isinstance(row, dict) and "kind" not in row:
+            raise ParityCallsError(
+                f"{where} has no 'kind' while row {first + 1} is a tether-clr run script row: a file holds either "
+                "a script's rows or parity calls ({call_id, name, arguments}), not both"
+            )
+        if isinstance(row, dict) and "cancelled" in row:
+            raise ParityCallsError(f"{where}: 'cancelled' is a key of the parity calls format, not of a script row; "
+                                   "write that call as {call_id, name, arguments, cancelled}")
+    try:
+        script = parse_script(rows)
+    except ScriptError as exc:
+        raise ParityCallsError(f"the tether-clr run script: {exc}") from exc
+    return _script_calls(script)
+
+
+def parse_parity_calls(data: Any) -> list[ParityCall]:
+    """The calls of a decoded calls.json, in either of two formats.
+
+    * Parity calls: a list of ``{"call_id", "name", "arguments", "cancelled"?}``. ``arguments`` is
+      an object (sent as its JSON text) or a string (the model's text exactly, malformed or not;
+      absent means ``{}``). Call ids must be unique strings. An empty list is no calls.
+    * A ``tether-clr run`` script (any row has ``kind``): its tool rows are the calls, in order; its
+      text rows are ignored. See :func:`_parse_script_rows` for what is refused (a script with no
+      tool row, a malformed row, a mix of the two formats).
+
+    Anything else is a :class:`ParityCallsError` naming the entry.
+    """
+    if isinstance(data, list) and any(_is_script_row(row) for row in data):
+        return _parse_script_rows(data)
     if not isinstance(data, list):
         raise ParityCallsError(f"calls must be a JSON list of {{call_id, name, arguments}} objects, got {type(data).__name__}")
     calls: list[ParityCall] = []
@@ -226,7 +278,7 @@ def parse_parity_calls(data: Any) -> list[ParityCall]:
 
 
 def load_parity_calls(path: str | os.PathLike[str]) -> list[ParityCall]:
-    """:func:`parse_parity_calls` of a calls.json file."""
+    """:func:`parse_parity_calls` of a file: parity calls or a ``tether-clr run`` script."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -234,7 +286,9 @@ def load_parity_calls(path: str | os.PathLike[str]) -> list[ParityCall]:
     return parse_parity_calls(data)
 
 
-def _as_calls(calls: Sequence[ParityCall | Mapping[str, Any]]) -> list[ParityCall]:
+def _as_calls(calls: Sequence[ParityCall | Mapping[str, Any]] | Script) -> list[ParityCall]:
+    if isinstance(calls, Script):
+        return _script_calls(calls)
     if all(isinstance(c, ParityCall) for c in calls):
         return [c for c in calls if isinstance(c, ParityCall)]
     return parse_parity_calls([dict(c) if isinstance(c, Mapping) else c for c in calls])
@@ -353,14 +407,15 @@ def _category(call: ParityCall, function: ClrFunction | None, meai: SideResult, 
     """The deliberate difference that explains ``fields``, or None: each needs the call's trait and
     the tether_clr outcome that rule gives (a DENIED approval-required call, an INVALID_ARGS parse
     error...), so a difference of another kind on the same call stays unexpected. Checked in this
-    order, so a cancelled approval-required call is a cancellation."""
+    order, so a cancelled approval-required call is a cancellation. An unknown tool is refused by its
+    name on both sides before its argument text is read, so its text never makes it a parse error."""
     if not fields:
         return None
     if call.cancelled:
         return "cancellation" if tether.code in ("ABORTED_BEFORE_DISPATCH", "ABORTED") else None
     if function is not None and function.requires_approval:
         return "approval" if tether.code == "DENIED" and not meai.present else None
-    if not _parses_as_object(call.arguments):
+    if not _parses_as_object(call.arguments) and tether.code != "UNKNOWN_TOOL":
         return "parse_error" if tether.code == "INVALID_ARGS" else None
     if _extra_argument_names(function, call.arguments) and tether.code == "INVALID_ARGS":
         return "unknown_arguments"
@@ -412,14 +467,16 @@ def _functions(assembly_or_functions: Any, parity_run: Any) -> list[ClrFunction]
 
 async def run_parity(
     assembly_or_functions: Any,
-    calls: Sequence[ParityCall | Mapping[str, Any]],
+    calls: Sequence[ParityCall | Mapping[str, Any]] | Script,
     *,
     meai_dir: str | os.PathLike[str] | None = None,
 ) -> ParityReport:
     """Run ``calls`` through FunctionInvokingChatClient and through tether_clr; compare them.
 
     ``assembly_or_functions``: a path to a tools assembly (every function :func:`discover_functions`
-    finds), a loaded assembly, or ClrFunctions / real ``AIFunction`` objects. Each call runs alone on each side; the MEAI side runs on a worker thread (it blocks in .NET).
+    finds), a loaded assembly, or ClrFunctions / real ``AIFunction`` objects. ``calls``: :class:`ParityCall`
+    objects, rows in either format :func:`parse_parity_calls` reads, or a parsed ``tether-clr run``
+    :class:`~tether_clr.records.script.Script` (its tool rows). Each call runs alone on each side; the MEAI side runs on a worker thread (it blocks in .NET).
     """
     parity_calls = _as_calls(calls)
     parity_run = _load_parity_client(meai_dir)

@@ -33,6 +33,7 @@ from tether_clr.clr.parity import (
     parse_parity_calls,
     run_parity,
 )
+from tether_clr.records.script import Script
 
 __all__ = [
     "DELIBERATE_DIFFERENCES",
@@ -58,7 +59,7 @@ def _in_async_context() -> bool:
     return True
 
 
-def _run_blocking(assembly_or_functions: Any, calls: Sequence[ParityCall | Mapping[str, Any]],
+def _run_blocking(assembly_or_functions: Any, calls: Sequence[ParityCall | Mapping[str, Any]] | Script,
                   meai_dir: str | os.PathLike[str] | None, backend: str) -> ParityReport:
     """:func:`run_parity` to its end on a fresh event loop: on this thread, or, when this thread
     already runs one (an async test), on a thread of its own that this one waits for."""
@@ -88,7 +89,7 @@ def _run_blocking(assembly_or_functions: Any, calls: Sequence[ParityCall | Mappi
 
 def assert_parity(
     assembly_or_functions: Any,
-    calls: Sequence[ParityCall | Mapping[str, Any]],
+    calls: Sequence[ParityCall | Mapping[str, Any]] | Script,
     expected_differences: Mapping[str, str] | Iterable[str] = (),
     *,
     meai_dir: str | os.PathLike[str] | None = None,
@@ -97,8 +98,10 @@ def assert_parity(
     """Run ``calls`` both ways and raise ``AssertionError`` (the report as its message) on an unexpected difference.
 
     ``assembly_or_functions``: a tools assembly's path, a loaded assembly, or ClrFunctions / real
-    ``AIFunction`` objects (see :func:`run_parity`). ``calls``: :class:`ParityCall` objects or the
-    calls.json dicts (``{"call_id", "name", "arguments", "cancelled"?}``).
+    ``AIFunction`` objects (see :func:`run_parity`). ``calls``: :class:`ParityCall` objects, the
+    calls.json dicts (``{"call_id", "name", "arguments", "cancelled"?}``), or a ``tether-clr run``
+    script, as its rows (``{"kind": "tool", "callId", ...}``; text rows are ignored) or as a parsed
+    ``Script``: its tool rows are the calls (see :func:`parse_parity_calls`).
 
     A deliberate difference never fails. ``expected_differences`` names the calls (ids; a mapping's
     values say why) whose other differences this test accepts; a named call that does not differ
