@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tether_clr import ApprovalGrant, ApprovalResult, GrantScope, SqliteSessionStore, ToolCall
 from tether_clr.cli import cli, parse_script
 from tether_clr.cli.approval import TerminalApprover
-from tether_clr.cli.script import ScriptError
+from tether_clr.records.script import ScriptError
 
 from tests.support import ROOT
 from tests.support.session_stores import expire_lease, postgres_dsn
@@ -576,7 +576,7 @@ async def test_on_a_terminal_the_step_is_drawn_live_and_ends_with_its_final_tabl
     from tether_clr import RequestContext, ToolRegistry
     from tether_clr.cli.loading import load_python_tools
     from tether_clr.cli.runner import run_script
-    from tether_clr.cli.script import load_script
+    from tether_clr.records.script import load_script
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=160, color_system=None)

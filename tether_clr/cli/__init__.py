@@ -15,7 +15,7 @@ from tether_clr.cli.app import (
     main,
     open_store,
 )
-from tether_clr.cli.script import (
+from tether_clr.records.script import (
     Script,
     ScriptError,
     ScriptTurn,

@@ -40,7 +40,7 @@ from tether_clr.cli.logview import event_json, events_table
 from tether_clr.cli.mcp_config import config_command
 from tether_clr.cli.parity import parity_table
 from tether_clr.cli.runner import RunResult, RunSettings, continue_script, run_script
-from tether_clr.cli.script import Script, ScriptError, load_script
+from tether_clr.records.script import Script, ScriptError, load_script
 from tether_clr.cli.serving import serve_http, serve_stdio
 from tether_clr.clr.parity import ParityCallsError, load_parity_calls, run_parity
 from tether_clr.foundations.text import describe_exception

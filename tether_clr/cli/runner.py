@@ -28,7 +28,7 @@ from rich.console import Console
 
 from tether_clr.cli.approval import TerminalApprover
 from tether_clr.cli.display import DisplaySink, StepView
-from tether_clr.cli.script import Script
+from tether_clr.records.script import Script
 from tether_clr.execution.ports import ToolCallSink
 from tether_clr.loop import StepLoop
 from tether_clr.recording.session.protocol import SessionStore

@@ -27,7 +27,7 @@ from rich.console import Console
 from tether_clr.cli.approval import APPROVE_MODES, approver_for
 from tether_clr.cli.loading import load_assembly_tools, load_python_tools, register_value
 from tether_clr.cli.runner import RunSettings, Suspension, run_script
-from tether_clr.cli.script import Script, load_script, parse_script
+from tether_clr.records.script import Script, load_script, parse_script
 from tether_clr.execution.ports import ApprovalProvider
 from tether_clr.recording.session.events import SessionEvent
 from tether_clr.recording.session.protocol import SessionStore
