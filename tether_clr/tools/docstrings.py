@@ -56,11 +56,12 @@ class DocstringParts:
 def detect_style(text: str) -> DocstringStyle:
     """The style ``text`` is read in: the first of Sphinx, Google, NumPy whose section header it contains, else Google.
 
-    The text is padded with a newline on each side, since griffe's patterns
-    look for a header between two line breaks and ``inspect.getdoc`` strips both ends.
+    The text is framed by a placeholder line on each side, since griffe's
+    patterns look for a header between two line breaks, while ``inspect.getdoc``
+    and griffe's own ``Docstring`` strip blank lines at both ends.
     """
     style, _ = infer_docstring_style(
-        Docstring(f"\n{text}\n"), method="heuristics", style_order=_STYLE_ORDER, default=_FALLBACK_STYLE
+        Docstring(f"_\n{text}\n_"), method="heuristics", style_order=_STYLE_ORDER, default=_FALLBACK_STYLE
     )
     return _FALLBACK_STYLE if style is None else style.value  # type: ignore[return-value]
 
