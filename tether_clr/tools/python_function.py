@@ -8,109 +8,20 @@ from __future__ import annotations
 
 import functools
 import inspect
-import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from tether_clr.foundations.abandonment import abandon_token, run_sync_until_abandoned
 from tether_clr.foundations.cancellation import CancellationToken
-from tether_clr.foundations.children import ChildCalls, current_child_calls
-from tether_clr.foundations.errors import ToolArgumentError
 from tether_clr.foundations.json_values import detach
+from tether_clr.tools.docstrings import parse_docstring
+from tether_clr.tools.parameters import ArgumentBinder
 from tether_clr.tools.predicates import as_concurrency_predicate
 
 __all__ = ["PythonFunction"]
-
-
-_ABSENT = inspect.Parameter.empty
-
-
-def _strip_titles(schema: dict[str, Any]) -> dict[str, Any]:
-    """pydantic titles every model and field; models do not need them and MEAI omits them."""
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        if isinstance(prop, dict):
-            prop.pop("title", None)
-    return schema
-
-
-class _Binder:
-    """Turns validated JSON arguments into the callable's positional and keyword arguments."""
-
-    def __init__(self, fn: Callable[..., Any], owner_name: str) -> None:
-        signature = inspect.signature(fn)
-        try:
-            hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # unresolved forward references: fall back to raw annotations
-            hints = {}
-        fields: dict[str, Any] = {}
-        self.positional: list[tuple[str, str]] = []
-        self.keyword: list[tuple[str, str]] = []
-        self.cancellation_param: str | None = None
-        self.children_param: str | None = None
-        for index, param in enumerate(signature.parameters.values()):
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"{owner_name}: *args/**kwargs cannot be described by a JSON schema")
-            annotation = hints.get(param.name, param.annotation)
-            if annotation is CancellationToken or param.name == "cancellation":
-                self.cancellation_param = param.name
-                continue
-            if isinstance(annotation, type) and issubclass(annotation, ChildCalls):
-                self.children_param = param.name
-                continue
-            if annotation is _ABSENT:
-                annotation = Any
-            field_name = f"p{index}"
-            default = ... if param.default is _ABSENT else param.default
-            fields[field_name] = (annotation, Field(default, alias=param.name))
-            target = self.positional if param.kind is param.POSITIONAL_ONLY else self.keyword
-            target.append((field_name, param.name))
-        config = ConfigDict(extra="forbid", populate_by_name=False, arbitrary_types_allowed=False)
-        try:
-            self.model: type[BaseModel] = create_model(f"{owner_name}_arguments", __config__=config, **fields)
-            self.schema = _strip_titles(self.model.model_json_schema(by_alias=True))
-            self._validate: Callable[[Any], BaseModel] = self.model.__pydantic_validator__.validate_python
-        except Exception as exc:
-            raise TypeError(f"{owner_name}: parameters cannot be described by a JSON schema: {exc}") from exc
-
-    def bind(self, arguments: Mapping[str, Any], cancellation: CancellationToken) -> tuple[list[Any], dict[str, Any]]:
-        """Validate with the pydantic model (strictly as declared) and split into call arguments.
-
-        The model's core validator is called directly, without ``model_validate``'s
-        wrapper, and a dict (what the pipeline always passes: a private copy) is
-        not copied again; the verdict is the model's either way.
-        """
-        try:
-            model = self._validate(arguments if type(arguments) is dict else dict(arguments))
-        except ValidationError as exc:
-            raise ToolArgumentError(_describe_validation_error(exc)) from None
-        values = model.__dict__
-        args = [values[field] for field, _ in self.positional]
-        kwargs = {name: values[field] for field, name in self.keyword}
-        if self.cancellation_param is not None:
-            kwargs[self.cancellation_param] = cancellation
-        if self.children_param is not None:
-            kwargs[self.children_param] = _lent_child_calls()
-        return args, kwargs
-
-
-def _lent_child_calls() -> ChildCalls:
-    handle = current_child_calls()
-    if handle is None:  # invoked outside the pipeline (a test calling invoke directly, a child too deep to lend)
-        raise ToolArgumentError("this tool makes child calls: it runs only through execute_batch, which lends it a ChildCalls handle")
-    return handle
-
-
-def _describe_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
-        parts.append(f"{where}: {error.get('msg')}")
-    return "; ".join(parts)
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
@@ -122,7 +33,14 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
 class PythonFunction:
     """A tool around a Python callable, described and bound through its type hints.
 
-    The JSON schema comes from pydantic, with unknown arguments forbidden. A
+    The JSON schema comes from pydantic, with unknown arguments forbidden; each
+    parameter is read as pydantic's ``validate_call`` reads it (type hint,
+    default, ``Field(...)`` as default or in ``Annotated``, an ``Annotated``
+    string as description) and described by its docstring section too
+    (:mod:`tether_clr.tools.parameters`, :mod:`tether_clr.tools.docstrings`).
+    ``from_callable`` without a description takes the docstring without its
+    sections. A parameter the schema cannot express raises ``TypeError``
+    naming it. A
     parameter annotated ``CancellationToken`` (or named ``cancellation``) receives
     the call's token and is not part of the schema; so does a parameter annotated
     :class:`~tether_clr.ChildCalls`, which receives the handle its body makes
@@ -148,7 +66,7 @@ class PythonFunction:
         self._fn = fn
         self._name = name
         self._description = description
-        self._binder = _Binder(fn, name)
+        self._binder = ArgumentBinder(fn, name, parse_docstring(inspect.getdoc(fn)).parameters)
         self._is_async = _is_async_callable(fn)
         if self._binder.children_param is not None and not self._is_async:
             raise TypeError(f"{name}: a ChildCalls parameter needs an async function (child calls are awaited)")
@@ -167,7 +85,7 @@ class PythonFunction:
         is_concurrency_safe: Callable[[Any], Any] | bool | None = None,
     ) -> PythonFunction:
         resolved_name = name or getattr(fn, "__name__", None) or type(fn).__name__
-        resolved_description = description if description is not None else (inspect.getdoc(fn) or "")
+        resolved_description = description if description is not None else parse_docstring(inspect.getdoc(fn)).description
         return cls(
             fn,
             name=resolved_name,
