@@ -1,20 +1,16 @@
-"""docs/projections.md stays true: each provider's example runs as written, in a fresh process, and prints what the page says.
+"""docs/projections.md keeps an example per provider.
 
-Marked ``dotnet`` through the ``clr_tools`` fixture (the examples host a C# tool), so they run on each runtime.
+The examples themselves run once each in tests/test_docs.py's shared runner (as files, from a folder
+outside the checkout, on the installed package, on each .NET runtime), which also holds what each prints
+(``EXPECTED``) and runs ``mypy --strict`` over them.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
-import pytest
 
 from tests.support import ROOT
+from tests.test_docs import EXAMPLES, EXPECTED
 
 PAGE = ROOT / "docs" / "projections.md"
 
@@ -26,46 +22,13 @@ def _section(title: str) -> str:
     return text[start:end if end != -1 else len(text)]
 
 
-def _blocks(text: str, language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.S | re.M)
-
-
-def _run(section: str, tmp_path: Path) -> list[str]:
-    (source,) = _blocks(PAGE.read_text(encoding="utf-8").split("\n## ")[0], "csharp")
-    (code,) = _blocks(_section(section), "python")
-    (tmp_path / "Inventory.cs").write_text(source, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
-
-
 def test_the_page_has_a_section_per_provider() -> None:
     for title in ("OpenAI", "Anthropic", "MCP", "MEAI"):
-        assert _blocks(_section(title), "python"), title
+        assert re.findall(r"^```python\n", _section(title), re.M), title
 
 
-def test_the_openai_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
-    lines = _run("OpenAI", tmp_path)
-    assert lines[:3] == ["c1 None 12", "c2 None 2.5", "12 widgets in stock, 2.5 each."]
-    assert lines[3:] == ["[('Stock', 'default', 'dropped'), ('price', 'default', 'dropped')]"]
-
-
-def test_the_anthropic_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
-    assert _run("Anthropic", tmp_path) == ["t1 None False", "t2 INVALID_ARGS True", "12 in stock; I could not price 'many'."]
-
-
-def test_the_mcp_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
-    lines = _run("MCP", tmp_path)
-    assert lines[:4] == ["Stock Stock None None", "price Price True True", "r1 False {'result': 12}", "r2 False {'result': 10.0}"]
-    assert lines[4].startswith("r3 True {'code': 'UNKNOWN_TOOL', 'reason': None, 'message': ")
-
-
-def test_the_meai_example_runs_as_written(tmp_path: Path, clr_tools: dict[str, Any]) -> None:
-    lines = _run("MEAI", tmp_path)
-    assert lines == [
-        "['Stock', 'price']",
-        '{"$type":"functionResult","callId":"f1","result":12}',
-        '{"$type":"functionResult","callId":"f2","result":7.5}',
-        '["product"]',
-    ]
+def test_each_example_of_the_page_is_run_and_its_output_checked_by_the_shared_runner() -> None:
+    ids = {example.id for example in EXAMPLES if example.page == "docs/projections.md"}
+    assert ids == {"docs/projections.md::OpenAI::0", "docs/projections.md::OpenAI::1", "docs/projections.md::Anthropic::0",
+                   "docs/projections.md::MCP::0", "docs/projections.md::MEAI::0"}
+    assert ids <= set(EXPECTED)

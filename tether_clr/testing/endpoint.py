@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -32,7 +31,7 @@ Reply = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 class ScriptedEndpoint:
     """``with ScriptedEndpoint([reply, ...]) as endpoint:``; ``endpoint.url``, ``endpoint.requests`` (path, body)."""
 
-    def __init__(self, replies: list[Reply], *, lifetime: float = 120.0) -> None:
+    def __init__(self, replies: Iterable[Reply], *, lifetime: float = 120.0) -> None:
         self._replies = list(replies)
         self._lock = threading.Lock()
         self.requests: list[tuple[str, dict[str, Any]]] = []
