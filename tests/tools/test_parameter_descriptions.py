@@ -223,3 +223,20 @@ async def test_a_required_field_may_follow_a_defaulted_parameter_since_arguments
     tool = PythonFunction.from_callable(late)
     assert tool.json_schema["required"] == ["second"]
     assert await tool.invoke({"second": "s"}, CancellationToken.none()) == [1, "s"]
+
+
+def test_text_after_a_docstring_section_stays_in_the_tool_description() -> None:
+    """The page says text before, between and after the sections is kept."""
+    def fn(x: int) -> int:
+        """Before.
+
+        Args:
+            x: The x.
+
+        After.
+        """
+        return x
+
+    tool = PythonFunction.from_callable(fn)
+    assert tool.description == "Before.\n\nAfter."
+    assert tool.json_schema["properties"]["x"]["description"] == "The x."
