@@ -55,7 +55,7 @@ def test_strict_an_optional_property_becomes_nullable() -> None:
     props = converted["properties"]
     assert props["city"] == {"type": "string", "description": "Where"}  # required: unchanged
     assert props["days"] == {"type": ["integer", "null"]}
-    assert props["units"] == {"anyOf": [{"enum": ["metric", "imperial"], "type": "string"}, {"type": "null"}]}
+    assert props["units"] == {"anyOf": [{"enum": ["metric", "imperial"], "type": "string", "description": 'Default: "metric".'}, {"type": "null"}]}
     assert props["stops"]["type"] == ["array", "null"]
     assert props["note"] == {"type": ["string", "null"]}  # already nullable
     assert converted["$defs"]["stop"]["properties"]["minutes"] == {"type": ["integer", "null"]}
