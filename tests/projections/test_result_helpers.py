@@ -40,6 +40,7 @@ from tether_clr.projections import (
     chat_tool_messages,
     responses_input_items,
     to_anthropic_tools,
+    to_call_tool_result,
     to_openai_tools,
     tool_results_message,
 )
@@ -118,6 +119,9 @@ def test_a_failure_on_chat_and_responses_starts_with_its_code() -> None:
     mcp = outcome.to_mcp()
     assert mcp["isError"] is True and mcp["structuredContent"] == {"code": "DENIED", "reason": None, "message": "not allowed"}
     assert mcp["content"] == [{"type": "text", "text": "not allowed"}]
+    sdk = to_call_tool_result(outcome)
+    assert sdk.is_error is True and sdk.structured_content == {"code": "DENIED", "reason": None, "message": "not allowed"}
+    assert CallToolResult.model_validate(mcp) == sdk
 
 
 def test_a_failure_whose_content_a_hook_set_still_leads_with_the_marker() -> None:

@@ -23,7 +23,7 @@ from tether_clr.foundations.json_values import to_json_text
 from tether_clr.foundations.text import safe_repr
 from tether_clr.records.outcomes import ToolCall
 
-__all__ = ["anthropic_blocks", "field", "items_of", "make_call", "openai_items"]
+__all__ = ["anthropic_blocks", "field", "make_call", "openai_items"]
 
 _OPENAI_WANTED = ("a Chat Completions ChatCompletion, one of its choices or its message, a Responses Response "
                   "or its output items (a list), as the openai SDK's objects or as dicts")
@@ -35,16 +35,6 @@ def field(item: Any, name: str) -> Any:
     if isinstance(item, Mapping):
         return item.get(name)
     return getattr(item, name, None)
-
-
-def items_of(value: Any, attribute: str) -> list[Any]:
-    """The items of ``value``: itself when it is a list (a sequence, not text), else its ``attribute``
-    (a message's ``tool_calls``, a response's ``output``, a Message's ``content``); ``[]`` when it has none."""
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):  # an SDK object iterates its fields: not a list
-        value = field(value, attribute)
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
-        return []
-    return list(value)
 
 
 def _is_list(value: Any) -> bool:
