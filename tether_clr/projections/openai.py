@@ -65,6 +65,10 @@ def to_openai_tools(
 ) -> OpenAITools[ChatCompletionToolParam]: ...
 @overload
 def to_openai_tools(assembly: SealedToolCatalogView, api: Literal["responses"], strict: bool = True) -> OpenAITools[ToolParam]: ...
+@overload
+def to_openai_tools(
+    assembly: SealedToolCatalogView, api: OpenAIApi, strict: bool = True
+) -> OpenAITools[ChatCompletionToolParam] | OpenAITools[ToolParam]: ...
 def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", strict: bool = True) -> OpenAITools[Any]:
     """The tools of ``assembly`` for OpenAI, in its order: Chat Completions'
     ``{"type": "function", "function": {...}}`` or the Responses API's flat ``{"type": "function", "name", ...}``.
@@ -121,6 +125,10 @@ def openai_allowed_tools(
 def openai_allowed_tools(
     names: Iterable[str], mode: Literal["auto", "required"], api: Literal["responses"]
 ) -> ToolChoiceAllowedParam: ...
+@overload
+def openai_allowed_tools(
+    names: Iterable[str], mode: Literal["auto", "required"], api: OpenAIApi
+) -> ChatCompletionAllowedToolChoiceParam | ToolChoiceAllowedParam: ...
 def openai_allowed_tools(
     names: Iterable[str], mode: Literal["auto", "required"] = "auto", api: OpenAIApi = "chat"
 ) -> ChatCompletionAllowedToolChoiceParam | ToolChoiceAllowedParam:
