@@ -182,7 +182,7 @@ def test_a_chat_result_is_the_tool_message() -> None:
     structured = ToolExecutionOutcome.success("call_2", "plan_trip", {"planned": "Oslo"}).to_openai("chat")
     assert structured["content"] == '{"planned":"Oslo"}'
     failed = ToolExecutionOutcome.failed("call_3", "weather", "DENIED", "not allowed").to_openai("chat")
-    assert failed == {"role": "tool", "tool_call_id": "call_3", "content": "not allowed"}
+    assert failed == {"role": "tool", "tool_call_id": "call_3", "content": "Error [DENIED]: not allowed"}
 
 
 def test_a_responses_result_is_the_function_call_output_item() -> None:

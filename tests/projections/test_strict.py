@@ -55,7 +55,7 @@ def test_strict_an_optional_property_becomes_nullable() -> None:
     props = converted["properties"]
     assert props["city"] == {"type": "string", "description": "Where"}  # required: unchanged
     assert props["days"] == {"type": ["integer", "null"]}
-    assert props["units"] == {"anyOf": [{"enum": ["metric", "imperial"], "type": "string"}, {"type": "null"}]}
+    assert props["units"] == {"anyOf": [{"enum": ["metric", "imperial"], "type": "string", "description": 'Default: "metric".'}, {"type": "null"}]}
     assert props["stops"]["type"] == ["array", "null"]
     assert props["note"] == {"type": ["string", "null"]}  # already nullable
     assert converted["$defs"]["stop"]["properties"]["minutes"] == {"type": ["integer", "null"]}
@@ -105,3 +105,23 @@ def test_strict_conversion_never_changes_its_input() -> None:
     assert first.schema is not None
     first.schema["properties"].clear()
     assert strict_schema(SCHEMA).schema != first.schema  # a fresh copy each time
+
+
+# ------------------------------------------------------------------ a dropped default is said in the description
+def test_strict_a_dropped_default_is_appended_to_the_description_and_still_reported() -> None:
+    schema = {"type": "object", "properties": {
+        "quantity": {"type": "integer", "default": 1, "description": "How many"},
+        "branch": {"type": "string", "default": "main"},
+        "tags": {"type": "array", "items": {"type": "string"}, "default": [], "description": "Labels."},
+        "mode": {"type": "string", "examples": ["fast"]},
+    }}
+    result = strict_schema(schema)
+    assert result.schema is not None
+    props = result.schema["properties"]
+    assert props["quantity"]["description"] == "How many. Default: 1."
+    assert props["branch"]["description"] == 'Default: "main".'
+    assert props["tags"]["description"] == "Labels. Default: []."
+    assert "description" not in props["mode"]  # only a default is said; other dropped annotations are just removed
+    assert [(n[0], n[1], n[2]) for n in result.notes] == [
+        ("default", "/properties/quantity/default", "dropped"), ("default", "/properties/branch/default", "dropped"),
+        ("default", "/properties/tags/default", "dropped"), ("examples", "/properties/mode/examples", "dropped")]

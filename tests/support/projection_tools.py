@@ -80,7 +80,8 @@ def sdk_checked(kind: Any, value: Any) -> Any:
     A TypedDict drops keys it does not know, so ``sdk_checked(T, v) == v`` says
     that ``v`` has the SDK's shape and nothing else.
     """
-    return _plain(TypeAdapter(kind).validate_python(value))
+    adapter = TypeAdapter(kind)  # alive while _plain walks pydantic's lazy iterables (they use its definitions)
+    return _plain(adapter.validate_python(value))
 
 
 def _plain(value: Any) -> Any:

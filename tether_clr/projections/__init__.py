@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tether_clr.foundations.exports import rehome
 from tether_clr.projections.anthropic import (
+    AnthropicTools,
     calls_from_anthropic,
     to_anthropic_tools,
     tool_results_message,
@@ -27,19 +28,23 @@ from tether_clr.projections.openai import (
     calls_from_openai,
     chat_tool_messages,
     openai_allowed_tools,
+    responses_input_items,
     to_openai_tools,
 )
 from tether_clr.projections.strict import (
     ProjectionNote,
     ProjectionReport,
+    StrictProvider,
     StrictSchema,
     strict_schema,
 )
 
 __all__ = [
+    "AnthropicTools",
     "OpenAITools",
     "ProjectionNote",
     "ProjectionReport",
+    "StrictProvider",
     "StrictSchema",
     "calls_from_anthropic",
     "calls_from_openai",
@@ -47,6 +52,7 @@ __all__ = [
     "mcp_annotations",
     "mcp_tool_dicts",
     "openai_allowed_tools",
+    "responses_input_items",
     "strict_schema",
     "to_anthropic_tools",
     "to_call_tool_result",

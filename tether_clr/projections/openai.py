@@ -6,38 +6,70 @@
 * :func:`openai_allowed_tools` is the ``tool_choice`` restricting a request to some tools.
 * :func:`calls_from_openai` reads a Chat Completions assistant message's
   ``tool_calls`` or Responses output items back into ``ToolCall`` s, raw text untouched.
-* :func:`chat_tool_messages` (and ``outcome.to_openai(api=...)``) give the results.
+* :func:`chat_tool_messages` and :func:`responses_input_items`
+  (:mod:`tether_clr.projections.results`; and ``outcome.to_openai(api=...)``) give the results.
 
-The dicts are what the ``openai`` SDK's request parameters accept; the SDK's
-response objects are read by attribute. Nothing here imports the SDK.
+The dicts are what the ``openai`` SDK's request parameters accept, and are typed
+as them for a type checker (``ChatCompletionToolParam``, the Responses
+``ToolParam``, the ``tool_choice`` params): a loop passing them to
+``client.chat.completions.create(...)`` passes ``mypy --strict``. The SDK's
+response objects are read by attribute. Nothing here imports the SDK at run time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from tether_clr.catalog.views import SealedToolCatalogView
-from tether_clr.projections.calls import field, items_of, make_call
+from tether_clr.projections.calls import field, make_call, openai_items
+from tether_clr.projections.results import chat_tool_messages, responses_input_items
 from tether_clr.projections.source import native_deferral_tools, shown_tools
 from tether_clr.projections.strict import ProjectionNote, ProjectionReport, strict_schema
-from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
-from tether_clr.records.wire import OpenAIApi, check_openai_api, openai_chat_image_message
+from tether_clr.records.outcomes import ToolCall
+from tether_clr.records.wire import OpenAIApi, check_openai_api
 
-__all__ = ["OpenAITools", "calls_from_openai", "chat_tool_messages", "openai_allowed_tools", "to_openai_tools"]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionAllowedToolChoiceParam, ChatCompletionToolParam
+    from openai.types.responses import ToolChoiceAllowedParam, ToolParam
+
+__all__ = [
+    "OpenAITools",
+    "calls_from_openai",
+    "chat_tool_messages",
+    "openai_allowed_tools",
+    "responses_input_items",
+    "to_openai_tools",
+]
+
+_ToolT = TypeVar("_ToolT")
 
 
-class OpenAITools(list[dict[str, Any]]):
-    """The projected tools (a plain list of dicts, ready for ``tools=``) and the :class:`ProjectionReport` of the projection."""
+class OpenAITools(list[_ToolT], Generic[_ToolT]):
+    """The projected tools (a plain list of dicts, ready for ``tools=``) and the :class:`ProjectionReport` of the projection.
+
+    For a type checker it is a list of the SDK's tool params: ``OpenAITools[ChatCompletionToolParam]``
+    for Chat Completions, ``OpenAITools[ToolParam]`` (``openai.types.responses``) for Responses.
+    """
 
     report: ProjectionReport
 
-    def __init__(self, tools: Iterable[dict[str, Any]] = (), report: ProjectionReport | None = None) -> None:
+    def __init__(self, tools: Iterable[_ToolT] = (), report: ProjectionReport | None = None) -> None:
         super().__init__(tools)
         self.report = report if report is not None else ProjectionReport()
 
 
-def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", strict: bool = True) -> OpenAITools:
+@overload
+def to_openai_tools(
+    assembly: SealedToolCatalogView, api: Literal["chat"] = "chat", strict: bool = True
+) -> OpenAITools[ChatCompletionToolParam]: ...
+@overload
+def to_openai_tools(assembly: SealedToolCatalogView, api: Literal["responses"], strict: bool = True) -> OpenAITools[ToolParam]: ...
+@overload
+def to_openai_tools(
+    assembly: SealedToolCatalogView, api: OpenAIApi, strict: bool = True
+) -> OpenAITools[ChatCompletionToolParam] | OpenAITools[ToolParam]: ...
+def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", strict: bool = True) -> OpenAITools[Any]:
     """The tools of ``assembly`` for OpenAI, in its order: Chat Completions'
     ``{"type": "function", "function": {...}}`` or the Responses API's flat ``{"type": "function", "name", ...}``.
 
@@ -81,9 +113,25 @@ def to_openai_tools(assembly: SealedToolCatalogView, api: OpenAIApi = "chat", st
     return OpenAITools(tools, ProjectionReport(tuple(notes)))
 
 
+@overload
+def openai_allowed_tools(
+    names: Iterable[str], mode: Literal["auto", "required"] = "auto", api: Literal["chat"] = "chat"
+) -> ChatCompletionAllowedToolChoiceParam: ...
+@overload
+def openai_allowed_tools(
+    names: Iterable[str], mode: Literal["auto", "required"] = "auto", *, api: Literal["responses"]
+) -> ToolChoiceAllowedParam: ...
+@overload
+def openai_allowed_tools(
+    names: Iterable[str], mode: Literal["auto", "required"], api: Literal["responses"]
+) -> ToolChoiceAllowedParam: ...
+@overload
+def openai_allowed_tools(
+    names: Iterable[str], mode: Literal["auto", "required"], api: OpenAIApi
+) -> ChatCompletionAllowedToolChoiceParam | ToolChoiceAllowedParam: ...
 def openai_allowed_tools(
     names: Iterable[str], mode: Literal["auto", "required"] = "auto", api: OpenAIApi = "chat"
-) -> dict[str, Any]:
+) -> ChatCompletionAllowedToolChoiceParam | ToolChoiceAllowedParam:
     """The ``tool_choice`` value that allows only ``names`` (``allowed_tools``), in each API's form.
 
     ``mode="auto"`` lets the model pick among them or answer; ``"required"`` makes it call one.
@@ -99,28 +147,29 @@ def openai_allowed_tools(
         if not isinstance(name, str) or not name:
             raise TypeError(f"each tool name must be a non-empty str, got {name!r}")
     if api == "chat":
-        return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [{"type": "function", "function": {"name": n}} for n in chosen]}}
-    return {"type": "allowed_tools", "mode": mode, "tools": [{"type": "function", "name": n} for n in chosen]}
+        chat: dict[str, Any] = {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [{"type": "function", "function": {"name": n}} for n in chosen]}}
+        return cast("ChatCompletionAllowedToolChoiceParam", chat)
+    responses: dict[str, Any] = {"type": "allowed_tools", "mode": mode, "tools": [{"type": "function", "name": n} for n in chosen]}
+    return cast("ToolChoiceAllowedParam", responses)
 
 
-def calls_from_openai(message_or_items: Any) -> list[ToolCall]:
+def calls_from_openai(response: Any) -> list[ToolCall]:
     """The function calls a model made, in its order, as ``ToolCall`` s with the raw argument text untouched.
 
-    Takes a Chat Completions assistant message (its ``tool_calls``: ``{"id",
-    "type": "function", "function": {"name", "arguments"}}``), a Responses
-    ``output`` list (``{"type": "function_call", "call_id", "name", "arguments"}``)
-    or a Response (its ``output``), as dicts or as the ``openai`` SDK's objects.
+    Takes what a client hands back, as the ``openai`` SDK's objects or as dicts:
+    a Chat Completions ``ChatCompletion`` (its first choice's message), a choice,
+    an assistant message (its ``tool_calls``: ``{"id", "type": "function",
+    "function": {"name", "arguments"}}``), a Responses ``Response`` (its
+    ``output``) or its output items (a list; ``{"type": "function_call",
+    "call_id", "name", "arguments"}``). An answer without tool calls (text) is
+    ``[]``, which ends a loop; anything else (text, a number, a dict of none of
+    these shapes, an Anthropic Message) is a ``TypeError`` naming what to pass.
+
     An item that is not a function call (text, reasoning, a custom tool call) is
     skipped; a malformed function call becomes a call that ends INVALID_ARGS.
     """
-    if isinstance(message_or_items, Sequence) and not isinstance(message_or_items, str | bytes):
-        items = list(message_or_items)
-    elif field(message_or_items, "tool_calls") is not None or field(message_or_items, "role") == "assistant":
-        items = items_of(message_or_items, "tool_calls")
-    else:
-        items = items_of(message_or_items, "output")
     calls: list[ToolCall] = []
-    for item in items:
+    for item in openai_items(response):
         kind = field(item, "type")
         if kind == "function_call":  # a Responses output item
             calls.append(make_call(len(calls), field(item, "call_id"), field(item, "name"), field(item, "arguments"), provider="OpenAI"))
@@ -128,15 +177,3 @@ def calls_from_openai(message_or_items: Any) -> list[ToolCall]:
             function = field(item, "function")
             calls.append(make_call(len(calls), field(item, "id"), field(function, "name"), field(function, "arguments"), provider="OpenAI"))
     return calls
-
-
-def chat_tool_messages(outcomes: Iterable[ToolExecutionOutcome]) -> list[dict[str, Any]]:
-    """The Chat Completions messages answering a step: each outcome's tool message, in order, then
-    one user message per outcome with images (tool messages carry only text; see ``outcome.to_openai``)."""
-    outcomes = list(outcomes)
-    messages = [outcome.to_openai("chat") for outcome in outcomes]
-    for outcome in outcomes:
-        images = openai_chat_image_message(outcome.call_id, outcome.content)
-        if images is not None:
-            messages.append(images)
-    return messages

@@ -1,8 +1,9 @@
-"""OpenAI strict mode: a tool's parameters schema as strict mode accepts it, and the report of what could not be.
+"""Strict mode (OpenAI's and Anthropic's): a tool's parameters schema as strict mode accepts it, and the report of what could not be.
 
 Strict mode (``"strict": true``) constrains a model's arguments to the schema,
-but accepts only a subset of JSON Schema, with every object closed and every
-property required. :func:`strict_schema` converts a schema by OpenAI's rules:
+but accepts only a subset of JSON Schema, with every object closed (and, on
+OpenAI, every property required). :func:`strict_schema` converts a schema by
+OpenAI's rules (``provider="openai"``, the default):
 
 * every object gets ``additionalProperties: false``;
 * every property is listed in ``required``; an optional one becomes nullable
@@ -17,19 +18,30 @@ Nothing is silently dropped. An annotation strict mode refuses (``default``,
 (``"dropped"``); a constraint it cannot express (``minLength``, ``oneOf``, an
 open object...) makes the whole tool non-strict, reported (``"not_strict"``)
 with the keyword and where it is. :class:`ProjectionReport` gathers the notes
-of one projection.
+of one projection. A dropped ``default`` is not lost for the model: it is
+appended to the schema's ``description`` (``"How many. Default: 1."``, the
+default as JSON), and still reported.
+
+``provider="anthropic"`` follows Anthropic's structured-outputs subset instead:
+objects are closed the same way, but optional properties stay optional (no
+nullable rewrite), ``default`` is kept, the string formats are Anthropic's list
+(``uri`` included), ``minItems`` may only be 0 or 1, and the numeric and
+length constraints (``minimum``, ``maximum``, ``multipleOf``, ``minLength``,
+``maxLength``, ``maxItems``) and recursive ``$ref`` s make a tool non-strict.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ProjectionNote", "ProjectionReport", "StrictSchema", "strict_schema"]
+__all__ = ["ProjectionNote", "ProjectionReport", "StrictProvider", "StrictSchema", "strict_schema"]
 
 NoteAction = Literal["dropped", "not_strict"]
+StrictProvider = Literal["openai", "anthropic"]
 
 _KEPT = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
@@ -44,6 +56,32 @@ _ANNOTATIONS = frozenset({"default", "examples", "$comment", "readOnly", "writeO
 
 _FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
 """The string formats strict mode accepts."""
+
+_ANTHROPIC_KEPT = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+    "$ref", "$defs", "definitions", "description", "title", "pattern", "format", "default", "minItems",
+})
+"""Keywords Anthropic's strict tool use accepts (its structured-outputs JSON Schema subset)."""
+
+_ANTHROPIC_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """Where two providers' strict modes differ."""
+
+    kept: frozenset[str]
+    annotations: frozenset[str]
+    formats: frozenset[str]
+    all_required: bool  # OpenAI: every property required, an optional one nullable
+    recursion: bool  # whether a recursive $ref is accepted
+    min_items_max: int | None  # the largest minItems accepted (None: any)
+
+
+_RULES: dict[str, _Rules] = {
+    "openai": _Rules(_KEPT, _ANNOTATIONS, _FORMATS, all_required=True, recursion=True, min_items_max=None),
+    "anthropic": _Rules(_ANTHROPIC_KEPT, _ANNOTATIONS - {"default"}, _ANTHROPIC_FORMATS, all_required=False, recursion=False, min_items_max=1),
+}
 
 _MAX_DEPTH = 64
 
@@ -132,9 +170,60 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+def _with_default_described(out: dict[str, Any], default: Any) -> None:
+    """Append ``Default: <JSON>.`` to ``out``'s description (a sentence after any it has)."""
+    try:
+        shown = json.dumps(default, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        shown = repr(default)
+    description = out.get("description")
+    text = description.rstrip() if isinstance(description, str) else ""
+    if text and not text.endswith((".", "!", "?")):
+        text += "."
+    out["description"] = f"{text} Default: {shown}." if text else f"Default: {shown}."
+
+
+def _refs(node: Any) -> set[str]:
+    """Every ``$ref`` string under ``node``."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _recursive_ref(root: dict[str, Any]) -> str | None:
+    """A local ``$ref`` that reaches itself again (a recursive schema), or ``None``."""
+    targets: dict[str, Any] = {}
+    for defs in ("$defs", "definitions"):
+        if isinstance(root.get(defs), dict):
+            for name, sub in root[defs].items():
+                targets[f"#/{defs}/{name}"] = sub
+    edges = {ref: _refs(sub) for ref, sub in targets.items()}
+    for start in edges:
+        seen: set[str] = set()
+        stack = list(edges[start])
+        while stack:
+            ref = stack.pop()
+            if ref == start or ref == "#":
+                return start
+            if ref not in seen:
+                seen.add(ref)
+                stack.extend(edges.get(ref, ()))
+    return "#" if "#" in _refs(root) else None
+
+
 class _Converter:
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], rules: _Rules) -> None:
         self.root = root
+        self.rules = rules
         self.notes: list[tuple[str, str, NoteAction, str]] = []
 
     def refuse(self, keyword: str, path: str, detail: str) -> None:
@@ -172,15 +261,24 @@ class _Converter:
             rest = {k: v for k, v in node.items() if k != "allOf"}
             return self.convert({**node["allOf"][0], **rest} if isinstance(node["allOf"][0], dict) else node, path, depth + 1)
         out: dict[str, Any] = {}
+        rules = self.rules
         for keyword, value in node.items():
-            if keyword in _ANNOTATIONS:
-                self.drop(keyword, _pointer(path, keyword), f"strict mode does not accept {keyword!r}; removed (it only describes)")
-            elif keyword == "format" and value not in _FORMATS:
+            if keyword in rules.annotations:
+                if keyword == "default":
+                    self.drop(keyword, _pointer(path, keyword), "strict mode does not accept 'default'; removed, and said in the description")
+                else:
+                    self.drop(keyword, _pointer(path, keyword), f"strict mode does not accept {keyword!r}; removed (it only describes)")
+            elif keyword == "format" and value not in rules.formats:
                 self.drop(keyword, _pointer(path, keyword), f"strict mode does not accept format {value!r}; removed")
-            elif keyword not in _KEPT:
+            elif keyword not in rules.kept:
                 self.refuse(keyword, _pointer(path, keyword), f"strict mode does not support {keyword!r}")
+            elif keyword == "minItems" and rules.min_items_max is not None and not (
+                    isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= rules.min_items_max):
+                self.refuse(keyword, _pointer(path, keyword), f"strict mode supports minItems of 0 to {rules.min_items_max} only, got {value!r}")
             else:
                 out[keyword] = value
+        if "default" in node and "default" in rules.annotations:
+            _with_default_described(out, node["default"])
         if "$ref" in out:
             self.resolve(out["$ref"], path)  # a bare local reference stays; its target is converted with the $defs
         for defs in ("$defs", "definitions"):
@@ -217,19 +315,29 @@ class _Converter:
         converted: dict[str, Any] = {}
         for name, sub in properties.items():
             schema = self.convert(sub, _pointer(path, "properties", name), depth + 1)
-            converted[name] = schema if name in required else _nullable(schema)
+            converted[name] = schema if name in required or not self.rules.all_required else _nullable(schema)
         out["properties"] = converted
-        out["required"] = list(converted)
+        if self.rules.all_required:
+            out["required"] = list(converted)
+        elif "required" in out:
+            out["required"] = [name for name in out["required"] if name in converted] if isinstance(out["required"], list) else []
         out["additionalProperties"] = False
 
 
-def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:
-    """``schema`` converted to OpenAI strict mode, or ``StrictSchema(None, notes)`` when it cannot be.
+def strict_schema(schema: Mapping[str, Any], provider: StrictProvider = "openai") -> StrictSchema:
+    """``schema`` converted to ``provider``'s strict mode (OpenAI's, or Anthropic's), or
+    ``StrictSchema(None, notes)`` when it cannot be.
 
     The input is never changed; the answer is a fresh copy.
     """
+    if provider not in _RULES:
+        raise ValueError(f'provider must be "openai" or "anthropic", got {provider!r}')
     root = copy.deepcopy(dict(schema))
-    converter = _Converter(root)
+    converter = _Converter(root, _RULES[provider])
+    if not converter.rules.recursion:
+        recursive = _recursive_ref(root)
+        if recursive is not None:
+            return StrictSchema(None, (("$ref", "", "not_strict", f"{recursive!r} is recursive; strict mode does not support recursive schemas"),))
     try:
         converted = converter.convert(root, "", 0, root=True)
     except _NotStrict:  # projected as it is: nothing was dropped, only the refusal is reported

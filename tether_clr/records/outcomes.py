@@ -360,14 +360,21 @@ class ToolExecutionOutcome:
         """The result message for OpenAI: Chat Completions' ``{"role": "tool", "tool_call_id",
         "content"}`` (text; images go in a following user message, see
         ``tether_clr.projections.openai.chat_tool_messages``), or, with ``api="responses"``,
-        the ``function_call_output`` item (text and ``input_image`` parts)."""
+        the ``function_call_output`` item (text and ``input_image`` parts).
+
+        Neither API has an error flag: a failure's text starts with ``Error [CODE]: ``
+        (``Error [DENIED]: not allowed``), also when a content hook set its content
+        (the marker leads the first text part, or comes first as its own part)."""
+        code = None if self.failure is None else str(self.failure.code)
         if wire.check_openai_api(api) == "chat":
-            return wire.openai_chat_tool_message(self.call_id, self.content)
-        return wire.openai_function_call_output(self.call_id, self.content)
+            return wire.openai_chat_tool_message(self.call_id, self.content, code)
+        return wire.openai_function_call_output(self.call_id, self.content, code)
 
     def to_anthropic(self) -> dict[str, Any]:
-        """The Messages API ``tool_result`` block: text and image blocks, ``is_error: true`` on failure."""
-        return wire.anthropic_tool_result(self.call_id, self.content, self.failure is not None)
+        """The Messages API ``tool_result`` block: text and image blocks (no empty text block; an
+        empty result has no ``content``), ``is_error: true`` on failure."""
+        failure = self.failure
+        return wire.anthropic_tool_result(self.call_id, self.content, failure is not None, None if failure is None else str(failure.code))
 
     def to_mcp(self) -> dict[str, Any]:
         """MCP's ``CallToolResult`` as JSON: ``content`` (text and image), ``structuredContent`` (an

@@ -5,6 +5,17 @@ used by :class:`~tether_clr.ToolExecutionOutcome`'s ``to_openai``,
 ``to_anthropic``, ``to_mcp`` and ``to_function_result``; no client SDK is
 imported. The SDK-typed forms (MCP's ``CallToolResult`` object, say) are in
 :mod:`tether_clr.projections`. Every call builds fresh dicts and lists.
+
+Two rules hold for every provider form:
+
+* **No empty text blocks.** Anthropic refuses an empty text block, so an empty
+  text part is left out of a list of blocks; a result with nothing left is a
+  ``tool_result`` without ``content`` (a failure, which Anthropic requires to
+  have content, says its code instead). OpenAI's forms carry an empty result as
+  ``""``; MCP's text content may be empty and is kept as it is.
+* **Failures are marked.** Chat Completions and Responses have no error flag, so
+  a failure's text starts with ``Error [CODE]: `` (:func:`failure_marked`);
+  Anthropic sets ``is_error`` and MCP ``isError``.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ __all__ = [
     "OpenAIApi",
     "anthropic_tool_result",
     "check_openai_api",
+    "failure_marked",
     "meai_contents",
     "mcp_call_tool_result",
     "openai_chat_image_message",
@@ -36,12 +48,38 @@ def check_openai_api(api: Any) -> OpenAIApi:
     return result
 
 
+def failure_marked(parts: Sequence[ContentPart], code: str | None) -> tuple[ContentPart, ...]:
+    """``parts`` as a model must see them on an API with no error flag: unchanged on success
+    (``code`` ``None``), else led by ``Error [CODE]: ``.
+
+    The marker is prefixed to the first part when it is text (a failure's default
+    content, its message, or text a content hook set); when the first part is an
+    image or there is no part, a text part ``Error [CODE]`` comes first. Text that
+    already starts with the marker is left alone, so marking twice changes nothing.
+    """
+    if code is None:
+        return tuple(parts)
+    marker = f"Error [{code}]"
+    if parts and isinstance(parts[0], TextPart):
+        first = parts[0].text
+        if first.startswith(marker):
+            return tuple(parts)
+        return (TextPart(f"{marker}: {first}" if first else marker), *parts[1:])
+    return (TextPart(marker), *parts)
+
+
+def _non_empty(parts: Sequence[ContentPart]) -> list[ContentPart]:
+    """The parts without empty text parts (a provider may refuse an empty text block)."""
+    return [part for part in parts if not (isinstance(part, TextPart) and not part.text)]
+
+
 def _image_placeholder(index: int, part: ImagePart) -> str:
     return f"[image {index}: {part.mime_type}, in the user message that follows]"
 
 
-def openai_chat_tool_message(call_id: str, parts: Sequence[ContentPart]) -> dict[str, Any]:
-    """``{"role": "tool", "tool_call_id", "content"}``: a string for one text part, else text parts.
+def openai_chat_tool_message(call_id: str, parts: Sequence[ContentPart], code: str | None = None) -> dict[str, Any]:
+    """``{"role": "tool", "tool_call_id", "content"}``: a string for one text part (``""`` for an
+    empty result), else text parts, none empty; a failure's (``code``) led by ``Error [CODE]: ``.
 
     Chat Completions tool messages carry text only: each image is named here by a
     placeholder and travels in :func:`openai_chat_image_message`, the user
@@ -49,13 +87,13 @@ def openai_chat_tool_message(call_id: str, parts: Sequence[ContentPart]) -> dict
     """
     texts: list[str] = []
     images = 0
-    for part in parts:
+    for part in _non_empty(failure_marked(parts, code)):
         if isinstance(part, TextPart):
             texts.append(part.text)
         else:
             images += 1
             texts.append(_image_placeholder(images, part))
-    content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
+    content: Any = "" if not texts else texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
@@ -71,11 +109,15 @@ def openai_chat_image_message(call_id: str, parts: Sequence[ContentPart]) -> dic
     return {"role": "user", "content": content}
 
 
-def openai_function_call_output(call_id: str, parts: Sequence[ContentPart]) -> dict[str, Any]:
-    """The Responses ``function_call_output`` item: a string for one text part, else
-    ``input_text`` and ``input_image`` (data URL) parts."""
+def openai_function_call_output(call_id: str, parts: Sequence[ContentPart], code: str | None = None) -> dict[str, Any]:
+    """The Responses ``function_call_output`` item: a string for one text part (``""`` for an empty
+    result), else ``input_text`` (none empty) and ``input_image`` (data URL) parts; a failure's
+    (``code``) led by ``Error [CODE]: ``."""
     output: Any
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
+    parts = _non_empty(failure_marked(parts, code))
+    if not parts:
+        output = ""
+    elif len(parts) == 1 and isinstance(parts[0], TextPart):
         output = parts[0].text
     else:
         output = [
@@ -86,17 +128,24 @@ def openai_function_call_output(call_id: str, parts: Sequence[ContentPart]) -> d
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
-def anthropic_tool_result(call_id: str, parts: Sequence[ContentPart], is_error: bool) -> dict[str, Any]:
-    """The Messages API ``tool_result`` block: text and base64 image blocks, ``is_error: true`` on failure."""
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": call_id,
-        "content": [
+def anthropic_tool_result(call_id: str, parts: Sequence[ContentPart], is_error: bool, code: str | None = None) -> dict[str, Any]:
+    """The Messages API ``tool_result`` block: text and base64 image blocks, ``is_error: true`` on failure.
+
+    Anthropic refuses empty text blocks: empty text parts are left out, and a
+    result with nothing left has no ``content`` (Anthropic's ``content`` is
+    optional). A failure must have content: one with nothing left says
+    ``Error [CODE]`` (``code``, else ``Error``).
+    """
+    kept = _non_empty(parts)
+    if not kept and is_error:
+        kept = [TextPart(f"Error [{code}]" if code else "Error")]
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
+    if kept:
+        block["content"] = [
             {"type": "text", "text": part.text} if isinstance(part, TextPart)
             else {"type": "image", "source": {"type": "base64", "media_type": part.mime_type, "data": part.base64}}
-            for part in parts
-        ],
-    }
+            for part in kept
+        ]
     if is_error:
         block["is_error"] = True
     return block
