@@ -329,10 +329,23 @@ def test_the_examples_cannot_import_the_checkout_s_tests(tmp_path: Path, example
 # mypy --strict over the documented loops, as files: every example of these pages, in one mypy run.
 TYPED_PAGES = {"docs/projections.md"}
 
+CROSSED = """from openai import AsyncOpenAI
 
-def test_the_documented_loops_pass_mypy_strict(tmp_path: Path) -> None:
-    """The loops type-check against the SDKs' own types, as a user's files would (mypy finds ``tether_clr``
-    through MYPYPATH: an editable install's import hook is invisible to it)."""
+from tether_clr import ToolAssembly
+from tether_clr.projections import to_anthropic_tools
+
+
+async def crossed(client: AsyncOpenAI, assembly: ToolAssembly) -> None:
+    await client.chat.completions.create(model="m", messages=[], tools=to_anthropic_tools(assembly))
+"""
+"""A control file in the same run: Anthropic's tools handed to OpenAI must be refused, which shows the
+projections' types are the SDKs' own, not ``Any`` (a clean run of the loops alone would prove nothing)."""
+
+
+@pytest.mark.timeout(300)
+def test_the_documented_loops_pass_mypy_strict_and_crossed_types_do_not(tmp_path: Path) -> None:
+    """The loops type-check against the SDKs' own types with no cast and no narrowing, as a user's files would
+    (mypy finds ``tether_clr`` through MYPYPATH: an editable install's import hook is invisible to it)."""
     files = []
     for example in EXAMPLES:
         if example.page in TYPED_PAGES:
@@ -340,18 +353,15 @@ def test_the_documented_loops_pass_mypy_strict(tmp_path: Path) -> None:
             (tmp_path / f"{name}.py").write_text(example.code, encoding="utf-8")
             files.append(f"{name}.py")
     assert files
+    (tmp_path / "crossed.py").write_text(CROSSED, encoding="utf-8")
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     env.pop("PYTHONPATH", None)
     done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
-                           "--cache-dir", str(tmp_path / ".mypy_cache"), *files],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                           "--cache-dir", str(tmp_path / ".mypy_cache"), *files, "crossed.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    # TEMPORARY (issue 29 item 5): until the projections and outcome.to_openai are typed with the SDKs' params, their
-    # list[dict[str, Any]] / OpenAITools returns are the only errors allowed, and the test reports xfail; then clean.
-    untyped = [line for line in errors if "dict[str, Any]" in line or '"OpenAITools"' in line]
-    assert errors == untyped and (errors or done.returncode == 0), done.stdout + done.stderr
-    if untyped:
-        pytest.xfail("the projections' returns are not typed with the SDKs' params yet:\n" + "\n".join(untyped))
+    assert errors and all(line.startswith("crossed.py:") for line in errors), done.stdout + done.stderr
+    assert any('"tools"' in line and "create" in line for line in errors), done.stdout
 
 
 PORTED = ROOT / "tests" / "porting" / "test_tool_pipeline_tests.py"

@@ -22,7 +22,7 @@ from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 from tests.support import BATCH_TIMEOUT
 from tests.support.projection_tools import anthropic_message, chat_completion, response, sdk_checked
-from tests.support.scripted_endpoint import ScriptedEndpoint
+from tether_clr.testing import ScriptedEndpoint
 from tether_clr import (
     BatchOutcomes,
     ImagePart,
