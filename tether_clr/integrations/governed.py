@@ -158,6 +158,7 @@ class GovernedCalls:
         """Logged sessions: the calls parked by the last suspended batch, by call id (until :meth:`resume`)."""
         self._suspended_turn: int | None = None
         self._lock = anyio.Lock()
+        self._scopes: dict[tuple[str, str], AgentPipelineScope] = {}
 
     # ------------------------------------------------------------ identity and offer
     @property
@@ -176,9 +177,15 @@ class GovernedCalls:
         if self.scope is not None:
             return self.scope
         session_id = self.session_id if self.session_id is not None else conversation
-        if session_id is not None:
-            return AgentPipelineScope(session_id=session_id, owner=context.principal_id)
-        return None
+        if session_id is None:
+            return None
+        key = (session_id, context.principal_id)
+        scope = self._scopes.get(key)
+        if scope is None:  # one scope object per (session, principal): listener chains are memoized per scope
+            if len(self._scopes) >= 1024:
+                self._scopes.pop(next(iter(self._scopes)))
+            scope = self._scopes[key] = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
+        return scope
 
     def assemble(self, run_context: Any, loaded: Iterable[str] = (), conversation: str | None = None) -> ToolAssembly:
         """The step's assembly for who is asking, with the deferred tools ``loaded`` (names no longer visible are

@@ -75,6 +75,7 @@ class _Turn:
 
     def __init__(self, calls: list[ToolCall]) -> None:
         self.calls = calls
+        self.ids = frozenset(call.call_id for call in calls)
         self.done = anyio.Event()
         self.batch: GovernedBatch | None = None
         self.error: BaseException | None = None
@@ -114,6 +115,7 @@ class GovernedToolset(AbstractToolset[Any]):
         self._id = id
         self.max_retries = max_retries
         self._turns: dict[tuple[Any, ...], _Turn] = {}
+        self._offer: tuple[str, ToolAssembly, dict[str, ToolsetTool[Any]]] | None = None
 
     @property
     def id(self) -> str | None:
@@ -122,6 +124,14 @@ class GovernedToolset(AbstractToolset[Any]):
     # ------------------------------------------------------------------ offer
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         assembly = self.core.assemble(ctx.deps, _loaded_from(ctx.messages), ctx.conversation_id or ctx.run_id)
+        cached = self._offer
+        if cached is not None and cached[0] == assembly.digest and cached[1].scope is assembly.scope:
+            return dict(cached[2])  # the same tools, versions and policy as the last step: the same offer
+        tools = self._tools(assembly)
+        self._offer = (assembly.digest, assembly, tools)
+        return dict(tools)
+
+    def _tools(self, assembly: ToolAssembly) -> dict[str, ToolsetTool[Any]]:
         shown = shown_tools(assembly)
         offered = frozenset(tool.name for tool in shown)
         return {
@@ -161,13 +171,15 @@ class GovernedToolset(AbstractToolset[Any]):
 
     def _turn(self, ctx: RunContext[Any], tool: GovernedTool, call_id: str, name: str, tool_args: dict[str, Any]
               ) -> tuple[_Turn, tuple[Any, ...], bool]:
+        response = _last_response(ctx.messages)
+        key: tuple[Any, ...] = (ctx.run_id, id(response), len(ctx.messages))
+        turn = self._turns.get(key)
+        if turn is not None and call_id in turn.ids:
+            return turn, key, False
         calls = _open_calls(ctx.messages, tool.offered)
         if call_id not in {call.call_id for call in calls}:  # not found in the history: run it alone
             calls = [ToolCall(call_id, name, to_json_text(tool_args))]
-        key = (ctx.run_id, *(call.call_id for call in calls))
-        turn = self._turns.get(key)
-        if turn is not None:
-            return turn, key, False
+            key = (*key, call_id)
         turn = self._turns[key] = _Turn(calls)
         return turn, key, True
 
@@ -275,6 +287,13 @@ def _loaded_from(messages: Sequence[ModelMessage]) -> list[str]:
                 if isinstance(found, list):
                     names.extend(name for name in found if isinstance(name, str))
     return names
+
+
+def _last_response(messages: Sequence[ModelMessage]) -> ModelResponse | None:
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return message
+    return None
 
 
 def _open_calls(messages: Sequence[ModelMessage], offered: frozenset[str]) -> list[ToolCall]:
