@@ -185,7 +185,9 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_deferred_t
         assert ran == ["add 1 2"] and shown.outcome == "denied" and shown.content == "not today"
     if store is not None:
         events = await store.events("s1")
-        assert log_violations(events, open_ok=answer == "denied") == []
+        assert log_violations(events) == []
+        results = {e.call_id: e.payload for e in events if e.kind == "tool/result"}
+        assert set(results) == {"c1", "c2"}
         store.close()
 
 
@@ -236,3 +238,38 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
         assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2", "c3", "c4"]
         assert len([e for e in events if e.kind == "turn/start"]) == 3  # one turn per model turn's batch
         assert ran == ["add 1 2", "add 5 5"]
+
+
+async def test_with_a_store_a_call_after_a_parked_one_waits_and_runs_when_the_step_resumes(tmp_path: Path) -> None:
+    ran: list[str] = []
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
+        agent = _agent(script, toolset)
+        first = await agent.run("refund")
+        requests = first.output
+        assert isinstance(requests, DeferredToolRequests)
+        assert [c.tool_call_id for c in requests.approvals] == ["c1", "c2"]
+        assert requests.metadata["c2"]["waiting_for"] == ["c1"] and ran == []
+        answers = DeferredToolResults(approvals={"c1": True, "c2": True})
+        await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
+        assert ran == ["refund A7", "add 1 2"]  # in the model's order, as one step
+        assert {k: v.content for k, v in script.returns().items()} == {"c1": "refunded A7", "c2": "3"}
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]
+
+
+async def test_with_a_store_denying_a_parked_call_and_the_one_waiting_behind_it_runs_neither(tmp_path: Path) -> None:
+    ran: list[str] = []
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
+        agent = _agent(script, toolset)
+        first = await agent.run("refund")
+        answers = DeferredToolResults(approvals={"c1": ToolDenied("no"), "c2": ToolDenied("no")})
+        await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
+        assert ran == []
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]

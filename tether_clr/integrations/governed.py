@@ -32,7 +32,8 @@ pipeline:
      log (``begin_turn``, the step's sink, ``end_turn``), like ``StepLoop``; an
      approval PARKS durably (the batch's provider answers ``DEFERRED``), and
      :meth:`resume` continues the step with ``registry.resume`` and the
-     decisions bound to the parked fingerprints. The log has one writer, so the
+     decisions bound to the parked fingerprints (or :meth:`cancel` abandons
+     it, when the framework denied everything). The log has one writer, so the
      batches of one :class:`GovernedCalls` are serialized by a lock: use one
      instance per session (another writer is refused by the store's lease).
 
@@ -156,6 +157,8 @@ class GovernedCalls:
         self.max_parallelism = max_parallelism
         self.parked: dict[str, PendingApproval] = {}
         """Logged sessions: the calls parked by the last suspended batch, by call id (until :meth:`resume`)."""
+        self.waiting: tuple[str, ...] = ()
+        """Logged sessions: the call ids that wait behind the parked calls, in model order."""
         self._suspended_turn: int | None = None
         self._lock = anyio.Lock()
         self._scopes: dict[tuple[str, str], AgentPipelineScope] = {}
@@ -270,6 +273,7 @@ class GovernedCalls:
         for call in calls:
             if call.call_id not in batch.outcomes and call.call_id not in batch.asked:
                 batch.waiting[call.call_id] = parked_ids
+        self.waiting = tuple(batch.waiting)
         return batch
 
     async def run_decided(self, call: ToolCall, decision: Decision | None, assembly: ToolAssembly) -> ToolExecutionOutcome:
@@ -309,7 +313,7 @@ class GovernedCalls:
                     answer = ApprovalResult.APPROVED if decision[0] is ApprovalResult.APPROVED else ApprovalResult.REJECTED
                     bound[call_id] = (answer, pending.fingerprint)
             result = await self.registry.resume(store, session_id, bound, assembly, max_parallelism=self.max_parallelism)
-            self.parked = {}
+            self.parked, self.waiting = {}, ()
             if isinstance(result, BatchSuspended):
                 batch = self._suspended([], result)
             else:
@@ -322,3 +326,19 @@ class GovernedCalls:
                 if call_id in batch.outcomes:
                     batch.outcomes[call_id] = _mismatched(batch.outcomes[call_id])
             return batch
+
+    async def cancel(self, reason: str) -> GovernedBatch:
+        """Logged: abandon the parked step: its parked calls and the calls waiting behind them end
+        ABORTED_BEFORE_DISPATCH (``reason`` in their message) and no body of theirs runs; the turn ends."""
+        store, session_id = self.store, self.session_id
+        if store is None or session_id is None:
+            raise RuntimeError("cancel needs a logged session (store= and session_id=)")
+        async with self._lock:
+            if not self.parked:
+                raise RuntimeError(f"no step of session {session_id!r} is parked by this adapter")
+            outcomes = await self.registry.cancel_suspended(store, session_id, reason)
+            self.parked, self.waiting = {}, ()
+            turn, self._suspended_turn = self._suspended_turn, None
+            if turn is not None:
+                await store.end_turn(session_id, turn)
+            return GovernedBatch({o.call_id: o for o in outcomes})

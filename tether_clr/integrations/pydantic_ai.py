@@ -38,7 +38,15 @@ from typing import Any
 import anyio
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed
-from pydantic_ai.messages import BinaryContent, ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturn,
+    ToolReturnPart,
+)
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets.abstract import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
@@ -123,6 +131,8 @@ class GovernedToolset(AbstractToolset[Any]):
 
     # ------------------------------------------------------------------ offer
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        if self.core.parked:
+            await self._settle_denied(ctx.messages)
         assembly = self.core.assemble(ctx.deps, _loaded_from(ctx.messages), ctx.conversation_id or ctx.run_id)
         cached = self._offer
         if cached is not None and cached[0] == assembly.digest and cached[1].scope is assembly.scope:
@@ -147,6 +157,25 @@ class GovernedToolset(AbstractToolset[Any]):
             )
             for tool in shown
         }
+
+    async def _settle_denied(self, messages: Sequence[ModelMessage]) -> None:
+        """Logged: a parked step whose every call the host denied never reaches ``call_tool``; when the
+        history shows them answered, the step ends here: rejected (DENIED) when nothing waited behind
+        them, else cancelled (the waiting calls were denied too, so none of them may run)."""
+        answered = {
+            part.tool_call_id: part.outcome
+            for message in messages if isinstance(message, ModelRequest)
+            for part in message.parts if isinstance(part, ToolReturnPart)
+        }
+        if not all(call_id in answered for call_id in self.core.parked):
+            return
+        if self.core.waiting:
+            await self.core.cancel("denied through DeferredToolResults")
+        else:
+            assembly = self._offer[1] if self._offer is not None else None
+            if assembly is None:
+                return
+            await self.core.resume({}, assembly)
 
     # ------------------------------------------------------------------ calls
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
