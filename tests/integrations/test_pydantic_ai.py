@@ -1,0 +1,275 @@
+"""GovernedToolset in pydantic-ai's own agent loop, scripted with FunctionModel.
+
+asyncio only: pydantic-ai runs a model turn's tool calls as ``asyncio`` tasks
+(``asyncio.create_task`` in ``_tool_execution``), so an agent run cannot run under trio.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+
+from tether_clr import (
+    PythonFunction,
+    RequestContext,
+    SqliteSessionStore,
+    ToolMetadata,
+    ToolRegistrationOptions,
+    ToolRegistry,
+    log_violations,
+)
+from tether_clr.integrations import IdentityError
+from tether_clr.integrations.pydantic_ai import GovernedToolset
+
+from tests.integrations.scripted import Script, call
+
+pytestmark = pytest.mark.anyio
+
+ACME = RequestContext("acme", "alice")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _registry(ran: list[str] | None = None) -> ToolRegistry:
+    ran = [] if ran is None else ran
+    registry = ToolRegistry(instrumentation=None)
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append(f"add {a} {b}")
+        return a + b
+
+    def refund(order: str) -> str:
+        """Refund an order."""
+        ran.append(f"refund {order}")
+        return f"refunded {order}"
+
+    registry.register(PythonFunction.from_callable(add, name="add"))
+    registry.register(PythonFunction.from_callable(refund, name="refund"), None,
+                      ToolRegistrationOptions(requires_approval=True))
+    return registry
+
+
+def _agent(script: Script, toolset: GovernedToolset) -> Agent[Any, Any]:
+    return Agent(script.model, toolsets=[toolset], output_type=[str, DeferredToolRequests])
+
+
+async def test_a_python_tool_runs_through_the_pipeline_and_its_result_reaches_the_model() -> None:
+    ran: list[str] = []
+    script = Script([call("add", {"a": 2, "b": 3}, "c1")], "done")
+    result = await _agent(script, GovernedToolset(_registry(ran), context=ACME)).run("add")
+    assert result.output == "done" and ran == ["add 2 3"]
+    assert script.returns()["c1"].content == "5"
+
+
+async def test_a_csharp_tool_is_offered_and_runs_like_a_python_one(clr_tools: dict[str, Any]) -> None:
+    registry = ToolRegistry(instrumentation=None)
+    registry.register(clr_tools["functions"]["Add"])
+    script = Script([call("Add", {"a": 20, "b": 22}, "c1")], "done")
+    await _agent(script, GovernedToolset(registry, context=ACME)).run("add")
+    assert "Add" in script.offered[0]
+    assert script.returns()["c1"].content == "42"
+
+
+async def test_a_guard_denial_reaches_the_model_as_a_failed_return_starting_with_its_code() -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+    registry.register_guard(None, lambda execution: "no adding on Sundays" if execution.name == "add" else None)
+    script = Script([call("add", {"a": 1, "b": 1}, "c1")], "done")
+    await _agent(script, GovernedToolset(registry, context=ACME)).run("add")
+    part = script.returns()["c1"]
+    assert part.outcome == "failed" and part.content == "Error [DENIED]: no adding on Sundays"
+    assert ran == []
+
+
+async def test_invalid_arguments_become_model_retry_and_the_retried_call_runs() -> None:
+    ran: list[str] = []
+    script = Script([call("add", {"a": "two", "b": 3}, "c1")], [call("add", {"a": 2, "b": 3}, "c2")], "done")
+    await _agent(script, GovernedToolset(_registry(ran), context=ACME)).run("add")
+    retried = script.returns(1)["c1"]
+    assert retried.outcome == "retried" and "Error [INVALID_ARGS" in str(retried.content)
+    assert script.returns(2)["c2"].content == "5" and ran == ["add 2 3"]
+
+
+async def test_an_unknown_tool_is_refused_before_any_body_and_the_model_is_told() -> None:
+    ran: list[str] = []
+    script = Script([call("launch_rockets", {}, "c1")], "done")
+    await _agent(script, GovernedToolset(_registry(ran), context=ACME)).run("go")
+    part = script.returns()["c1"]
+    assert part.outcome == "retried" and "launch_rockets" in str(part.content) and ran == []
+
+
+async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it_nor_can_call_it() -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+
+    def secret() -> str:
+        ran.append("secret")
+        return "s"
+
+    registry.register(PythonFunction.from_callable(secret, name="secret"), None,
+                      ToolRegistrationOptions(metadata=ToolMetadata(tenants=frozenset({"globex"}))))
+    script = Script([call("secret", {}, "c1")], "done")
+    toolset = GovernedToolset(registry, context_for=lambda deps: RequestContext(deps, "alice"))
+    await Agent(script.model, toolsets=[toolset], deps_type=str).run("go", deps="acme")
+    assert "secret" not in script.offered[0] and ran == []
+    globex = Script("done")
+    await Agent(globex.model, toolsets=[toolset], deps_type=str).run("go", deps="globex")
+    assert "secret" in globex.offered[0]
+
+
+async def test_identity_comes_from_the_host_exactly_once_and_a_failing_context_for_fails_closed() -> None:
+    registry = _registry()
+    with pytest.raises(TypeError):
+        GovernedToolset(registry)
+    with pytest.raises(TypeError):
+        GovernedToolset(registry, context=ACME, context_for=lambda deps: ACME)
+
+    def broken(deps: Any) -> RequestContext:
+        raise KeyError("tenant")
+
+    for context_for in (broken, lambda deps: "acme"):
+        with pytest.raises(IdentityError):
+            await _agent(Script("done"), GovernedToolset(registry, context_for=context_for)).run("go")
+
+
+async def test_one_model_turn_is_one_batch_run_in_model_order() -> None:
+    order: list[str] = []
+    registry = ToolRegistry(instrumentation=None)
+
+    async def step(name: str) -> str:
+        order.append(name)
+        return name
+
+    registry.register(PythonFunction.from_callable(step, name="step"))
+    script = Script([call("step", {"name": n}, f"c{n}") for n in "abcd"], "done")
+    await _agent(script, GovernedToolset(registry, context=ACME)).run("go")
+    assert order == list("abcd")  # not concurrency-safe: one batch runs them one by one, in the model's order
+    assert [script.returns()[f"c{n}"].content for n in "abcd"] == list("abcd")
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["no store", "session store"])
+@pytest.mark.parametrize("answer", ["approved", "denied"])
+async def test_an_approval_gated_call_runs_only_when_approved_through_deferred_tool_results(
+    logged: bool, answer: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
+    options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
+    toolset = GovernedToolset(_registry(ran), context=ACME, **options)
+    script = Script([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2")], "finished")
+    agent = _agent(script, toolset)
+    first = await agent.run("refund")
+    requests = first.output
+    assert isinstance(requests, DeferredToolRequests)
+    assert [c.tool_call_id for c in requests.approvals] == ["c2"]
+    asked = requests.metadata["c2"]
+    assert asked["fingerprint"].startswith("sha256:") and asked["arguments"] == '{"order":"A7"}'
+    assert "requires approval" in asked["reason"]
+    assert ran == ["add 1 2"]
+    decision: Any = True if answer == "approved" else ToolDenied("not today")
+    second = await agent.run(message_history=first.all_messages(),
+                             deferred_tool_results=DeferredToolResults(approvals={"c2": decision}))
+    assert second.output == "finished"
+    shown = script.returns()["c2"]
+    if answer == "approved":
+        assert ran == ["add 1 2", "refund A7"] and shown.content == "refunded A7"
+    else:
+        assert ran == ["add 1 2"] and shown.outcome == "denied" and shown.content == "not today"
+    if store is not None:
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        results = {e.call_id: e.payload for e in events if e.kind == "tool/result"}
+        assert set(results) == {"c1", "c2"}
+        store.close()
+
+
+async def test_an_approval_given_for_other_arguments_does_not_apply() -> None:
+    ran: list[str] = []
+    script = Script([call("refund", {"order": "A7"}, "c1")], "finished")
+    agent = _agent(script, GovernedToolset(_registry(ran), context=ACME))
+    first = await agent.run("refund")
+    assert isinstance(first.output, DeferredToolRequests)
+    override = ToolApproved(override_args={"order": "B9"})
+    await agent.run(message_history=first.all_messages(),
+                    deferred_tool_results=DeferredToolResults(approvals={"c1": override}))
+    shown = script.returns()["c1"]
+    assert ran == [] and shown.content.startswith("Error [DENIED/approval_mismatch]")
+
+
+async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and_runs() -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+
+    def archive(order: str) -> str:
+        ran.append(f"archive {order}")
+        return "archived"
+
+    registry.register(PythonFunction.from_callable(archive, name="archive_order"), None, ToolRegistrationOptions(
+        metadata=ToolMetadata(deferred=True, search_hint="store old orders away")))
+    registry.enable_tool_search()
+    script = Script([call("tool_search", {"query": "archive old orders", "limit": 3}, "c1")],
+                    [call("archive_order", {"order": "A7"}, "c2")], "done")
+    await _agent(script, GovernedToolset(registry, context=ACME)).run("archive")
+    assert "archive_order" not in script.offered[0] and "tool_search" in script.offered[0]
+    assert "archive_order" in script.offered[1]
+    assert ran == ["archive A7"] and script.returns()["c2"].content == "archived"
+
+
+async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violations(tmp_path: Path) -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+    registry.register_guard(None, lambda execution: "no" if execution.arguments.get("a") == 0 else None)
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        toolset = GovernedToolset(registry, context=ACME, store=store, session_id="s1")
+        script = Script([call("add", {"a": 1, "b": 2}, "c1"), call("add", {"a": 0, "b": 2}, "c2")],
+                        [call("add", {"a": "x", "b": 2}, "c3")], [call("add", {"a": 5, "b": 5}, "c4")], "done")
+        await _agent(script, toolset).run("go")
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        assert [e.call_id for e in events if e.kind == "tool/call"] == ["c1", "c2", "c3", "c4"]
+        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2", "c3", "c4"]
+        assert len([e for e in events if e.kind == "turn/start"]) == 3  # one turn per model turn's batch
+        assert ran == ["add 1 2", "add 5 5"]
+
+
+async def test_with_a_store_a_call_after_a_parked_one_waits_and_runs_when_the_step_resumes(tmp_path: Path) -> None:
+    ran: list[str] = []
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
+        agent = _agent(script, toolset)
+        first = await agent.run("refund")
+        requests = first.output
+        assert isinstance(requests, DeferredToolRequests)
+        assert [c.tool_call_id for c in requests.approvals] == ["c1", "c2"]
+        assert requests.metadata["c2"]["waiting_for"] == ["c1"] and ran == []
+        answers = DeferredToolResults(approvals={"c1": True, "c2": True})
+        await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
+        assert ran == ["refund A7", "add 1 2"]  # in the model's order, as one step
+        assert {k: v.content for k, v in script.returns().items()} == {"c1": "refunded A7", "c2": "3"}
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]
+
+
+async def test_with_a_store_denying_a_parked_call_and_the_one_waiting_behind_it_runs_neither(tmp_path: Path) -> None:
+    ran: list[str] = []
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
+        agent = _agent(script, toolset)
+        first = await agent.run("refund")
+        answers = DeferredToolResults(approvals={"c1": ToolDenied("no"), "c2": ToolDenied("no")})
+        await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
+        assert ran == []
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]

@@ -1,0 +1,344 @@
+"""The framework-agnostic core every agent-framework adapter is built on: :class:`GovernedCalls`.
+
+An adapter (pydantic-ai's toolset, the OpenAI Agents SDK's function tools,
+LangChain's tools) does four things through it, and nothing else reaches the
+pipeline:
+
+1. **Who is asking**: :meth:`GovernedCalls.context_of` (the host's
+   ``RequestContext``, or ``context_for(run_context)``; fails closed with
+   :class:`~tether_clr.integrations.IdentityError`).
+2. **What is offered**: :meth:`GovernedCalls.assemble` gives the step's
+   :class:`~tether_clr.ToolAssembly` for that context and scope (default: a
+   scope of the logged session, as ``StepLoop``'s, or else of the framework's
+   conversation id, owned by the principal; the root when there is neither), with the deferred tools a search loaded
+   (:func:`loaded_names` reads them from a search's outcome).
+3. **Running calls**: :meth:`GovernedCalls.run` runs the calls a framework
+   hands over together as ONE batch through ``execute_batch``, with the
+   framework's call ids; a framework that calls tools one by one passes one
+   call. The result, :class:`GovernedBatch`, says per call id: the outcome, or
+   the approval it waits for (:class:`~tether_clr.PendingApproval`: name,
+   canonical arguments, fingerprint, reason), or (logged sessions only) the
+   parked call it waits behind.
+4. **Approvals**: the framework's human answers; the pipeline gets the answer
+   as its approval provider's, bound to the fingerprint the approver saw.
+
+   * Without a store nothing is logged (the cheap path): :meth:`run` asks with
+     :class:`~tether_clr.integrations.approvals.CapturingApprovals` (the body
+     does not run); once decided, :meth:`run_decided` runs the call again with
+     :class:`~tether_clr.integrations.approvals.BoundApprovals`: the decision
+     applies only when the arguments the pipeline runs with have the decided
+     fingerprint (else DENIED ``approval_mismatch``); no decision fails closed.
+   * With ``store`` and ``session_id`` every batch is one turn of the session
+     log (``begin_turn``, the step's sink, ``end_turn``), like ``StepLoop``; an
+     approval PARKS durably (the batch's provider answers ``DEFERRED``), and
+     :meth:`resume` continues the step with ``registry.resume`` and the
+     decisions bound to the parked fingerprints (or :meth:`cancel` abandons
+     it, when the framework denied everything). The log has one writer, so the
+     batches of one :class:`GovernedCalls` are serialized by a lock: use one
+     instance per session (another writer is refused by the store's lease).
+
+   A framework rejection is ``ApprovalResult.REJECTED``: DENIED,
+   ``approval rejected (<reason>)``.
+
+Failures reach the model as :func:`~tether_clr.integrations.failure_text`
+(``Error [CODE/reason]: message``) and the host as
+:class:`~tether_clr.integrations.GovernedFailure`.
+
+How the two approval styles use it:
+
+* asked BEFORE the tool is invoked (the OpenAI Agents SDK's ``needs_approval``):
+  ``needs_approval`` answers ``approval_request(call, assembly) is not None``
+  (:meth:`may_require_approval` first, to skip the pass for tools that never ask);
+  the adapter's ``on_invoke_tool`` runs only when approved, as
+  ``run_decided(call, (APPROVED, request.fingerprint), assembly)`` (logged: ``run``,
+  which parks the call, then ``resume`` with that decision); a call the framework
+  rejected never reaches the adapter;
+* suspended INSIDE the tool (LangGraph's ``interrupt()``): the tool calls
+  :meth:`run`; a call in :attr:`GovernedBatch.asked` calls ``interrupt(...)``
+  with the request; re-run with ``Command(resume=...)``, the tool finds the
+  call in :attr:`parked` (logged) and calls :meth:`resume`, or (not logged)
+  calls :meth:`run_decided` with the decision and the fingerprint it was shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from tether_clr.catalog.views import ToolAssembly
+from tether_clr.integrations.approvals import (
+    MISMATCH_MESSAGE,
+    MISMATCH_REASON,
+    BoundApprovals,
+    CapturingApprovals,
+    Decision,
+    DeferringApprovals,
+)
+from tether_clr.integrations.identity import ContextSource
+from tether_clr.recording.session.protocol import SessionStore
+from tether_clr.records.context import RequestContext
+from tether_clr.records.decisions import ApprovalResult
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
+from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.suspension import BatchSuspended, PendingApproval
+from tether_clr.registry import ToolRegistry
+
+__all__ = ["GovernedBatch", "GovernedCalls", "loaded_names"]
+
+
+@dataclass(frozen=True, slots=True)
+class GovernedBatch:
+    """What one batch left for each call id, exactly one of:
+
+    * ``outcomes[call_id]``: the call ended (success or failure);
+    * ``asked[call_id]``: its approval is asked and its body did not run;
+      hand the request to the framework's human-in-the-loop;
+    * ``waiting[call_id]``: (logged sessions only) the call came after a parked
+      one in the model's order and was not admitted; it runs when the step is
+      resumed (its value: the call ids of the parked calls).
+
+    ``additional_contexts``: what post-execute listeners added for the model.
+    """
+
+    outcomes: dict[str, ToolExecutionOutcome] = field(default_factory=dict)
+    asked: dict[str, PendingApproval] = field(default_factory=dict)
+    waiting: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    additional_contexts: tuple[str, ...] = ()
+
+
+def loaded_names(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> list[str]:
+    """The deferred tools a successful tool-search ``outcome`` loaded (their schemas join the next step's tools)."""
+    search = assembly.search_tool_name
+    if search is None or outcome.failure is not None or outcome.name != search:
+        return []
+    value = outcome.value
+    if not isinstance(value, dict):
+        return []
+    return [t["name"] for t in value.get("tools", ()) if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _mismatched(outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
+    return ToolExecutionOutcome.failed(outcome.call_id, outcome.name, ToolFailureCodes.DENIED, MISMATCH_MESSAGE, MISMATCH_REASON)
+
+
+class GovernedCalls:
+    """The shared core of the framework adapters: identity, the step's assembly, batches, approvals, the log.
+
+    ``registry``: the governed catalog; exactly one of ``context`` or
+    ``context_for`` (``TypeError`` otherwise); ``scope``: where calls run
+    (default: a scope of ``session_id`` owned by the context's principal, or
+    the root without a session); ``store`` and ``session_id`` together (or
+    neither): log every batch as a turn of that session and park approvals.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        context: RequestContext | None = None,
+        context_for: Callable[[Any], RequestContext] | None = None,
+        scope: AgentPipelineScope | None = None,
+        store: SessionStore | None = None,
+        session_id: str | None = None,
+        max_parallelism: int = 4,
+    ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise TypeError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
+        self.identity = ContextSource(context, context_for)
+        if (store is None) != (session_id is None):
+            raise TypeError("give store= and session_id= together (a logged session), or neither")
+        self.registry = registry
+        self.scope = scope
+        self.store = store
+        self.session_id = session_id
+        self.max_parallelism = max_parallelism
+        self.parked: dict[str, PendingApproval] = {}
+        """Logged sessions: the calls parked by the last suspended batch, by call id (until :meth:`resume`)."""
+        self.waiting: tuple[str, ...] = ()
+        """Logged sessions: the call ids that wait behind the parked calls, in model order."""
+        self._suspended_turn: int | None = None
+        self._lock = anyio.Lock()
+        self._scopes: dict[tuple[str, str], AgentPipelineScope] = {}
+
+    # ------------------------------------------------------------ identity and offer
+    @property
+    def logged(self) -> bool:
+        """Whether batches are recorded in a session log (a store and a session id were given)."""
+        return self.store is not None
+
+    def context_of(self, run_context: Any) -> RequestContext:
+        """The host's request context for this framework run context (:class:`IdentityError` when it has none)."""
+        return self.identity.resolve(run_context)
+
+    def scope_for(self, context: RequestContext, conversation: str | None = None) -> AgentPipelineScope | None:
+        """Where the calls of ``context`` run: the given ``scope``; else a scope of the logged session, or
+        of the framework's ``conversation`` id, owned by the principal (approval needs a session and an
+        owner); else the root (where an approval, having nobody to ask, fails closed DENIED)."""
+        if self.scope is not None:
+            return self.scope
+        session_id = self.session_id if self.session_id is not None else conversation
+        if session_id is None:
+            return None
+        key = (session_id, context.principal_id)
+        scope = self._scopes.get(key)
+        if scope is None:  # one scope object per (session, principal): listener chains are memoized per scope
+            if len(self._scopes) >= 1024:
+                self._scopes.pop(next(iter(self._scopes)))
+            scope = self._scopes[key] = AgentPipelineScope(session_id=session_id, owner=context.principal_id)
+        return scope
+
+    def assemble(self, run_context: Any, loaded: Iterable[str] = (), conversation: str | None = None) -> ToolAssembly:
+        """The step's assembly for who is asking, with the deferred tools ``loaded`` (names no longer visible are
+        skipped); ``conversation``: the framework's id of the conversation (see :meth:`scope_for`)."""
+        context = self.context_of(run_context)
+        assembly = self.registry.assemble(context, self.scope_for(context, conversation))
+        names = [name for name in loaded if isinstance(name, str)]
+        if names and assembly.deferred:
+            for name in names:
+                try:
+                    assembly = assembly.with_loaded([name])
+                except LookupError:
+                    continue  # no longer visible to this caller: nothing to load
+        return assembly
+
+    def may_require_approval(self, assembly: ToolAssembly, name: str) -> bool:
+        """Whether calls of ``name`` in ``assembly`` may need approval: the tool has an approval
+        predicate (``requires_approval``), or a pre-execute listener is registered (it may ``ask``).
+
+        A cheap, argument-free hint for a framework that asks before invoking: when it
+        is False no approval is ever asked; when True, :meth:`approval_request` says for a given call.
+        """
+        entry = assembly.resolve(name)
+        if entry is None:
+            return False
+        return bool(entry.approval) or bool(self.registry.listener_snapshot().chain("pre_execute", assembly.scope))
+
+    async def approval_request(self, call: ToolCall, assembly: ToolAssembly) -> PendingApproval | None:
+        """The approval the pipeline would ask for ``call`` (name, canonical arguments, fingerprint, reason), or None.
+
+        Runs the call through the pipeline up to its approval step with
+        :class:`CapturingApprovals`, which rejects: no body runs and nothing is
+        logged. For a framework that asks before invoking (``needs_approval``).
+        """
+        approvals = CapturingApprovals()
+        await self.registry.execute_batch([call], assembly, 1, approval=approvals)
+        return approvals.asked.get(call.call_id)
+
+    # ------------------------------------------------------------------ running
+    async def run(self, calls: Sequence[ToolCall], assembly: ToolAssembly) -> GovernedBatch:
+        """Run ``calls`` (one model turn's, in model order, with the framework's call ids) as one batch.
+
+        Not logged: approvals are asked, not parked (:attr:`GovernedBatch.asked`). Logged: one
+        turn of the session; an approval parks the step (:attr:`parked`), to :meth:`resume`.
+        Infrastructure faults raise (the store's, a result policy's).
+        """
+        if self.store is None:
+            approvals = CapturingApprovals()
+            outcomes = await self.registry.execute_batch(calls, assembly, self.max_parallelism, approval=approvals)
+            batch = GovernedBatch(additional_contexts=tuple(outcomes.additional_contexts))
+            for outcome in outcomes:
+                asked = approvals.asked.get(outcome.call_id)
+                if asked is not None and outcome.code is ToolFailureCodes.DENIED:
+                    batch.asked[outcome.call_id] = asked
+                else:
+                    batch.outcomes[outcome.call_id] = outcome
+            return batch
+        return await self._run_logged(calls, assembly)
+
+    async def _run_logged(self, calls: Sequence[ToolCall], assembly: ToolAssembly) -> GovernedBatch:
+        store, session_id = self.store, self.session_id
+        assert store is not None and session_id is not None
+        async with self._lock:
+            if self.parked:
+                raise RuntimeError(f"session {session_id!r} has a parked step: resume it before running another batch")
+            turn = await store.begin_turn(session_id)
+            sink = store.sink(session_id, turn, 1)
+            result = await self.registry.execute_batch(
+                calls, assembly, self.max_parallelism, sink, approval=DeferringApprovals()
+            )
+            if isinstance(result, BatchSuspended):
+                self._suspended_turn = turn
+                return self._suspended(calls, result)
+            await store.end_turn(session_id, turn)
+            return GovernedBatch({o.call_id: o for o in result}, additional_contexts=tuple(result.additional_contexts))
+
+    def _suspended(self, calls: Sequence[ToolCall], result: BatchSuspended) -> GovernedBatch:
+        self.parked = {pending.call_id: pending for pending in result.pending}
+        batch = GovernedBatch({o.call_id: o for o in result.delivered}, dict(self.parked),
+                              additional_contexts=result.additional_contexts)
+        parked_ids = tuple(self.parked)
+        for call in calls:
+            if call.call_id not in batch.outcomes and call.call_id not in batch.asked:
+                batch.waiting[call.call_id] = parked_ids
+        self.waiting = tuple(batch.waiting)
+        return batch
+
+    async def run_decided(self, call: ToolCall, decision: Decision | None, assembly: ToolAssembly) -> ToolExecutionOutcome:
+        """Not logged: run ``call`` again with the framework's ``decision`` (``(APPROVED|REJECTED, fingerprint)``).
+
+        The decision applies only when the pipeline's fingerprint of the call equals
+        the decided one (else DENIED ``approval_mismatch``); ``None`` fails closed (DENIED).
+        """
+        approvals = BoundApprovals({} if decision is None else {call.call_id: decision})
+        (outcome,) = await self.registry.execute_batch([call], assembly, 1, approval=approvals)
+        return _mismatched(outcome) if call.call_id in approvals.mismatched else outcome
+
+    async def resume(self, decisions: Mapping[str, Decision], assembly: ToolAssembly) -> GovernedBatch:
+        """Logged: continue the parked step with the framework's decisions, by call id.
+
+        Each decision is ``(APPROVED|REJECTED, fingerprint of the arguments the framework
+        runs)``; a parked call with no decision, or decided for another fingerprint, is
+        rejected (DENIED; ``approval_mismatch`` for the latter): fail closed. The step's
+        calls that waited run after it, through the whole pipeline (they may park in turn).
+        """
+        store, session_id = self.store, self.session_id
+        if store is None or session_id is None:
+            raise RuntimeError("resume needs a logged session (store= and session_id=)")
+        async with self._lock:
+            if not self.parked:
+                raise RuntimeError(f"no step of session {session_id!r} is parked by this adapter")
+            bound: dict[str, tuple[ApprovalResult, str]] = {}
+            mismatched: set[str] = set()
+            for call_id, pending in self.parked.items():
+                decision = decisions.get(call_id)
+                if decision is None:
+                    bound[call_id] = (ApprovalResult.REJECTED, pending.fingerprint)
+                elif decision[1] != pending.fingerprint:
+                    mismatched.add(call_id)
+                    bound[call_id] = (ApprovalResult.REJECTED, pending.fingerprint)
+                else:
+                    answer = ApprovalResult.APPROVED if decision[0] is ApprovalResult.APPROVED else ApprovalResult.REJECTED
+                    bound[call_id] = (answer, pending.fingerprint)
+            result = await self.registry.resume(store, session_id, bound, assembly, max_parallelism=self.max_parallelism)
+            self.parked, self.waiting = {}, ()
+            if isinstance(result, BatchSuspended):
+                batch = self._suspended([], result)
+            else:
+                turn, self._suspended_turn = self._suspended_turn, None
+                if turn is not None:
+                    await store.end_turn(session_id, turn)
+                batch = GovernedBatch({o.call_id: o for o in result},
+                                      additional_contexts=tuple(getattr(result, "additional_contexts", ())))
+            for call_id in mismatched:
+                if call_id in batch.outcomes:
+                    batch.outcomes[call_id] = _mismatched(batch.outcomes[call_id])
+            return batch
+
+    async def cancel(self, reason: str) -> GovernedBatch:
+        """Logged: abandon the parked step: its parked calls and the calls waiting behind them end
+        ABORTED_BEFORE_DISPATCH (``reason`` in their message) and no body of theirs runs; the turn ends."""
+        store, session_id = self.store, self.session_id
+        if store is None or session_id is None:
+            raise RuntimeError("cancel needs a logged session (store= and session_id=)")
+        async with self._lock:
+            if not self.parked:
+                raise RuntimeError(f"no step of session {session_id!r} is parked by this adapter")
+            outcomes = await self.registry.cancel_suspended(store, session_id, reason)
+            self.parked, self.waiting = {}, ()
+            turn, self._suspended_turn = self._suspended_turn, None
+            if turn is not None:
+                await store.end_turn(session_id, turn)
+            return GovernedBatch({o.call_id: o for o in outcomes})

@@ -1,0 +1,353 @@
+"""The governed catalog as a pydantic-ai toolset: :class:`GovernedToolset`, an ``AbstractToolset``.
+
+Needs ``pydantic-ai-slim`` (the ``pydantic-ai`` extra); built on
+:class:`~tether_clr.integrations.GovernedCalls`. What it does with pydantic-ai's interface:
+
+* ``get_tools(ctx)``: the step's assembly for who is asking (``context=``, or
+  ``context_for(ctx.deps)``), each shown tool as a ``ToolDefinition`` with its
+  JSON schema and an argument validator that accepts any object, so the
+  pipeline, not pydantic, checks arguments. Deferred tools join once the
+  library's tool search returned them: the search's tool return carries their
+  names in its ``metadata`` (``{"tether_clr": {"loaded": [...]}}``), which the
+  next step reads back from the history (so it survives a resumed run).
+* ``call_tool``: pydantic-ai starts every call of a model response at once (one
+  task each). The first of them to arrive runs *every* call of that response
+  that this toolset offered (and that has no result yet) as ONE batch, in the
+  model's order; the others wait for it and each answers from the results. So
+  ordering, barriers and model-order delivery hold as in ``execute_batch``.
+* failures: INVALID_ARGS raises ``ModelRetry`` (the model retries, within the
+  tool's ``max_retries``); every other failure raises ``ToolFailed`` (a failed
+  tool return, no retry); both carry ``Error [CODE/reason]: message``.
+* approvals: a call whose approval the pipeline asks raises ``ApprovalRequired``
+  with ``metadata={"fingerprint", "reason", "arguments"}``; the run ends with
+  ``DeferredToolRequests``; the host answers ``DeferredToolResults(approvals=
+  {call_id: True | ToolDenied(...)})`` and runs the agent again with the history.
+  An approved call reaches ``call_tool`` again (``ctx.tool_call_approved``) and the
+  pipeline gets ``APPROVED`` bound to the fingerprint of the arguments it was asked
+  about: approved with ``override_args`` that differ, it is DENIED
+  ``approval_mismatch``. A denied call never reaches the toolset (pydantic-ai
+  answers it with the ``ToolDenied`` message), and its body never runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturn,
+    ToolReturnPart,
+)
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets.abstract import AbstractToolset, ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from tether_clr.catalog.views import ToolAssembly
+from tether_clr.foundations.json_values import to_json_text
+from tether_clr.integrations.failures import failure_text
+from tether_clr.integrations.governed import GovernedBatch, GovernedCalls, loaded_names
+from tether_clr.projections.source import shown_tools
+from tether_clr.recording.session.protocol import SessionStore
+from tether_clr.records.content import ImagePart, TextPart
+from tether_clr.records.context import RequestContext
+from tether_clr.records.decisions import ApprovalResult
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
+from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.registry import ToolRegistry
+
+__all__ = ["GovernedToolset"]
+
+METADATA_KEY = "tether_clr"
+_ANY_OBJECT = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+
+
+@dataclass(kw_only=True)
+class GovernedTool(ToolsetTool[Any]):
+    """A ``ToolsetTool`` that remembers the assembly the model was shown (its calls run against it)."""
+
+    assembly: ToolAssembly
+    offered: frozenset[str]
+
+
+class _Turn:
+    """One model response's calls of this toolset: run once, answered by each ``call_tool``."""
+
+    def __init__(self, calls: list[ToolCall]) -> None:
+        self.calls = calls
+        self.ids = frozenset(call.call_id for call in calls)
+        self.done = anyio.Event()
+        self.batch: GovernedBatch | None = None
+        self.error: BaseException | None = None
+        self.answered: set[str] = set()
+        self.approved: dict[str, dict[str, Any]] = {}  # logged resume: call id -> the arguments the framework runs
+
+
+class GovernedToolset(AbstractToolset[Any]):
+    """The governed catalog, per step, as a pydantic-ai toolset (see the module docstring for the rules).
+
+    ``registry``; exactly one of ``context`` or ``context_for`` (called with
+    ``RunContext.deps``; a raise or a non-``RequestContext`` fails the run with
+    :class:`~tether_clr.integrations.IdentityError`); ``scope``; ``store`` and
+    ``session_id`` to log every model turn's batch as a turn of that session and
+    park approvals durably (one toolset per session: its batches are serialized);
+    ``max_parallelism``; ``id`` (pydantic-ai's toolset id); ``max_retries``: how
+    often the model may retry a call refused INVALID_ARGS.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        context: RequestContext | None = None,
+        context_for: Callable[[Any], RequestContext] | None = None,
+        scope: AgentPipelineScope | None = None,
+        store: SessionStore | None = None,
+        session_id: str | None = None,
+        max_parallelism: int = 4,
+        id: str | None = None,
+        max_retries: int = 1,
+    ) -> None:
+        self.core = GovernedCalls(
+            registry, context=context, context_for=context_for, scope=scope, store=store, session_id=session_id,
+            max_parallelism=max_parallelism,
+        )
+        self._id = id
+        self.max_retries = max_retries
+        self._turns: dict[tuple[Any, ...], _Turn] = {}
+        self._offer: tuple[str, ToolAssembly, dict[str, ToolsetTool[Any]]] | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    # ------------------------------------------------------------------ offer
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        if self.core.parked:
+            await self._settle_denied(ctx.messages)
+        assembly = self.core.assemble(ctx.deps, _loaded_from(ctx.messages), ctx.conversation_id or ctx.run_id)
+        cached = self._offer
+        if cached is not None and cached[0] == assembly.digest and cached[1].scope is assembly.scope:
+            return dict(cached[2])  # the same tools, versions and policy as the last step: the same offer
+        tools = self._tools(assembly)
+        self._offer = (assembly.digest, assembly, tools)
+        return dict(tools)
+
+    def _tools(self, assembly: ToolAssembly) -> dict[str, ToolsetTool[Any]]:
+        shown = shown_tools(assembly)
+        offered = frozenset(tool.name for tool in shown)
+        return {
+            tool.name: GovernedTool(
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=tool.name, parameters_json_schema=tool.parameters, description=tool.description or None,
+                ),
+                max_retries=self.max_retries,
+                args_validator=_ANY_OBJECT,
+                assembly=assembly,
+                offered=offered,
+            )
+            for tool in shown
+        }
+
+    async def _settle_denied(self, messages: Sequence[ModelMessage]) -> None:
+        """Logged: a parked step whose every call the host denied never reaches ``call_tool``; when the
+        history shows them answered, the step ends here: rejected (DENIED) when nothing waited behind
+        them, else cancelled (the waiting calls were denied too, so none of them may run)."""
+        answered = {
+            part.tool_call_id: part.outcome
+            for message in messages if isinstance(message, ModelRequest)
+            for part in message.parts if isinstance(part, ToolReturnPart)
+        }
+        if not all(call_id in answered for call_id in self.core.parked):
+            return
+        if self.core.waiting:
+            await self.core.cancel("denied through DeferredToolResults")
+        else:
+            assembly = self._offer[1] if self._offer is not None else None
+            if assembly is None:
+                return
+            await self.core.resume({}, assembly)
+
+    # ------------------------------------------------------------------ calls
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+        if not isinstance(tool, GovernedTool):
+            raise TypeError(f"tool {name!r} was not offered by this GovernedToolset")
+        call_id = ctx.tool_call_id or ""
+        if ctx.tool_call_approved:
+            outcome = await self._approved(name, call_id, tool_args, ctx, tool)
+            return _answer(outcome, tool.assembly)
+        turn, key, first = self._turn(ctx, tool, call_id, name, tool_args)
+        if first:  # this call's task runs the batch (under its span); its siblings wait for it
+            try:
+                turn.batch = await self.core.run(turn.calls, tool.assembly)
+            except BaseException as exc:
+                turn.error = exc
+                raise
+            finally:
+                turn.done.set()
+        else:
+            await turn.done.wait()
+        return self._from_turn(turn, key, call_id, tool.assembly)
+
+    def _turn(self, ctx: RunContext[Any], tool: GovernedTool, call_id: str, name: str, tool_args: dict[str, Any]
+              ) -> tuple[_Turn, tuple[Any, ...], bool]:
+        response = _last_response(ctx.messages)
+        key: tuple[Any, ...] = (ctx.run_id, id(response), len(ctx.messages))
+        turn = self._turns.get(key)
+        if turn is not None and call_id in turn.ids:
+            return turn, key, False
+        calls = _open_calls(ctx.messages, tool.offered)
+        if call_id not in {call.call_id for call in calls}:  # not found in the history: run it alone
+            calls = [ToolCall(call_id, name, to_json_text(tool_args))]
+            key = (*key, call_id)
+        turn = self._turns[key] = _Turn(calls)
+        return turn, key, True
+
+    def _from_turn(self, turn: _Turn, key: tuple[Any, ...], call_id: str, assembly: ToolAssembly) -> Any:
+        turn.answered.add(call_id)
+        if len(turn.answered) >= len(turn.calls):
+            self._turns.pop(key, None)
+        if turn.error is not None:
+            raise turn.error
+        batch = turn.batch
+        assert batch is not None
+        return _from_batch(batch, call_id, assembly)
+
+    async def _approved(
+        self, name: str, call_id: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: GovernedTool
+    ) -> ToolExecutionOutcome:
+        """A call the host approved through ``DeferredToolResults``: run it with the decision bound to its fingerprint."""
+        asked = _call_part(ctx.messages, call_id)
+        asked_args = None if asked is None else asked.args_as_dict()
+        if not self.core.logged:
+            original = ToolCall(call_id, name, asked.args_as_json_str() if asked is not None else to_json_text(tool_args))
+            request = await self.core.approval_request(original, tool.assembly)
+            decision = None if request is None else (ApprovalResult.APPROVED, request.fingerprint)
+            return await self.core.run_decided(ToolCall(call_id, name, to_json_text(tool_args)), decision, tool.assembly)
+        # Logged: every approved call of the resumed response arrives now (pydantic-ai starts them together);
+        # the first waits a few scheduler turns for its siblings, then resumes the parked step once for all.
+        key = ("resume", ctx.run_id, *(c.call_id for c in _open_calls(ctx.messages, tool.offered)))
+        turn = self._turns.get(key)
+        first = turn is None
+        if turn is None:
+            turn = self._turns[key] = _Turn([])
+        turn.approved[call_id] = tool_args if asked_args is None or tool_args == asked_args else {"\0": "changed"}
+        if first:
+            try:
+                for _ in range(3):
+                    await anyio.sleep(0)
+                decisions = {}
+                for approved_id, arguments in turn.approved.items():
+                    pending = self.core.parked.get(approved_id)
+                    if pending is not None:
+                        same = arguments != {"\0": "changed"}
+                        decisions[approved_id] = (ApprovalResult.APPROVED, pending.fingerprint if same else "changed")
+                turn.batch = await self.core.resume(decisions, tool.assembly)
+            except BaseException as exc:
+                turn.error = exc
+                raise
+            finally:
+                turn.calls = [ToolCall(c, "", "{}") for c in turn.approved]
+                turn.done.set()
+        else:
+            await turn.done.wait()
+        turn.answered.add(call_id)
+        if len(turn.answered) >= len(turn.approved):
+            self._turns.pop(key, None)
+        if turn.error is not None:
+            raise turn.error
+        assert turn.batch is not None
+        found = turn.batch.outcomes.get(call_id)
+        if found is None:
+            return ToolExecutionOutcome.failed(call_id, name, ToolFailureCodes.UNAVAILABLE,
+                                               "the call is still waiting for another call's approval", "approval_waiting")
+        return found
+
+
+def _from_batch(batch: GovernedBatch, call_id: str, assembly: ToolAssembly) -> Any:
+    outcome = batch.outcomes.get(call_id)
+    if outcome is not None:
+        return _answer(outcome, assembly)
+    asked = batch.asked.get(call_id)
+    if asked is not None:
+        raise ApprovalRequired({"fingerprint": asked.fingerprint, "reason": asked.reason, "arguments": asked.arguments})
+    waiting = batch.waiting.get(call_id)
+    if waiting is not None:
+        raise ApprovalRequired({"waiting_for": list(waiting), "reason": "runs after the calls it waits for are decided"})
+    raise ToolFailed(f"Error [UNAVAILABLE]: call {call_id!r} was not part of its batch")
+
+
+def _answer(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> Any:
+    """An outcome as pydantic-ai expects a tool's result: a return, ``ModelRetry`` or ``ToolFailed``."""
+    if outcome.failure is not None:
+        if outcome.failure.code is ToolFailureCodes.INVALID_ARGS:
+            raise ModelRetry(failure_text(outcome))
+        raise ToolFailed(failure_text(outcome))
+    texts = [part.text for part in outcome.content if isinstance(part, TextPart)]
+    images = [BinaryContent(part.data, media_type=part.mime_type) for part in outcome.content if isinstance(part, ImagePart)]
+    loaded = loaded_names(outcome, assembly)
+    if not images and not loaded:
+        return "\n".join(texts)
+    return ToolReturn(
+        return_value="\n".join(texts), content=images or None,
+        metadata={METADATA_KEY: {"loaded": loaded}} if loaded else None,
+    )
+
+
+def _loaded_from(messages: Sequence[ModelMessage]) -> list[str]:
+    """The deferred tools earlier searches of this conversation loaded (read from their tool returns' metadata)."""
+    names: list[str] = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            metadata = getattr(part, "metadata", None)
+            if isinstance(metadata, dict) and isinstance(metadata.get(METADATA_KEY), dict):
+                found = metadata[METADATA_KEY].get("loaded")
+                if isinstance(found, list):
+                    names.extend(name for name in found if isinstance(name, str))
+    return names
+
+
+def _last_response(messages: Sequence[ModelMessage]) -> ModelResponse | None:
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return message
+    return None
+
+
+def _open_calls(messages: Sequence[ModelMessage], offered: frozenset[str]) -> list[ToolCall]:
+    """The calls of the last model response that this toolset offered and that have no result yet, in model order."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelResponse):
+            answered = {
+                getattr(part, "tool_call_id", None)
+                for later in messages[index + 1:] if isinstance(later, ModelRequest)
+                for part in later.parts
+            }
+            return [
+                ToolCall(part.tool_call_id, part.tool_name, part.args_as_json_str())
+                for part in message.tool_calls
+                if part.tool_name in offered and part.tool_call_id not in answered
+            ]
+    return []
+
+
+def _call_part(messages: Sequence[ModelMessage], call_id: str) -> ToolCallPart | None:
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            for part in message.tool_calls:
+                if part.tool_call_id == call_id:
+                    return part
+    return None
+
