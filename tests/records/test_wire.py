@@ -20,7 +20,10 @@ def test_every_wire_form_of_a_success_shows_its_default_content() -> None:
 
 def test_every_wire_form_of_a_failure_says_it_failed() -> None:
     outcome = ToolExecutionOutcome.failed("c1", "t", "BLOCKED", "blocked by policy", "deny_rule")
-    assert outcome.to_openai()["content"] == "Error [BLOCKED]: blocked by policy"
+    assert outcome.to_openai()["content"] == "Error [BLOCKED/deny_rule]: blocked by policy"
+    assert outcome.to_openai("responses")["output"] == "Error [BLOCKED/deny_rule]: blocked by policy"
+    plain = ToolExecutionOutcome.failed("c1", "t", "BLOCKED", "blocked by policy")
+    assert plain.to_openai()["content"] == "Error [BLOCKED]: blocked by policy"  # no reason: the code alone
     assert outcome.to_anthropic()["is_error"] is True
     mcp = outcome.to_mcp()
     assert mcp["isError"] is True and mcp["structuredContent"] == {"code": "BLOCKED", "reason": "deny_rule", "message": "blocked by policy"}

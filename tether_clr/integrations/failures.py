@@ -1,19 +1,23 @@
 """What a model and a host see of a failed outcome, the same in every framework adapter.
 
-The model sees one line of text that starts with the code, so it can tell a
-refusal from a result: ``Error [DENIED]: <message>``, or, when the pipeline
-gave a machine-readable reason, ``Error [DENIED/<reason>]: <message>``. The
-first form is the one the OpenAI projections use (issue 29); the reason is
-added after a slash so the code stays the first word inside the brackets. The
-host reads the same facts as fields: :class:`GovernedFailure` (code, reason,
-message, call id, tool name), from :func:`failure_of`.
+The model sees the failure as the projections show it on an API with no error
+flag: its model-facing content (the message, or what a content hook made of
+it: a redaction stays a redaction) led by the outcome's
+:attr:`~tether_clr.ToolExecutionOutcome.failure_marker`: ``Error [DENIED]:
+<message>``, or ``Error [DENIED/<reason>]: <message>`` when the pipeline gave a
+machine-readable reason, so the code comes first and the reason stays readable.
+The host reads the same facts as fields: :class:`GovernedFailure` (code,
+reason, message, call id, tool name, and the text the model was shown), from
+:func:`failure_of`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tether_clr.records.content import TextPart
 from tether_clr.records.outcomes import ToolExecutionOutcome, ToolFailureCodes
+from tether_clr.records.wire import failure_marked
 
 __all__ = ["GovernedFailure", "GovernedToolError", "failure_of", "failure_text"]
 
@@ -28,11 +32,7 @@ class GovernedFailure:
     code: ToolFailureCodes
     reason: str | None
     message: str
-
-    @property
-    def text(self) -> str:
-        tag = str(self.code) if self.reason is None else f"{self.code}/{self.reason}"
-        return f"Error [{tag}]: {self.message}"
+    text: str
 
 
 class GovernedToolError(Exception):
@@ -49,11 +49,13 @@ def failure_of(outcome: ToolExecutionOutcome) -> GovernedFailure | None:
     failure = outcome.failure
     if failure is None:
         return None
-    return GovernedFailure(outcome.call_id, outcome.name, failure.code, failure.reason, failure.message)
+    marked = failure_marked(outcome.content, outcome.failure_marker)
+    text = "\n".join(part.text for part in marked if isinstance(part, TextPart))
+    return GovernedFailure(outcome.call_id, outcome.name, failure.code, failure.reason, failure.message, text)
 
 
 def failure_text(outcome: ToolExecutionOutcome) -> str:
-    """``Error [CODE]: message`` or ``Error [CODE/reason]: message``; ``ValueError`` for a success."""
+    """The text the model is shown of a failed ``outcome`` (see the module docstring); ``ValueError`` for a success."""
     found = failure_of(outcome)
     if found is None:
         raise ValueError(f"call {outcome.call_id!r} succeeded: it has no failure text")

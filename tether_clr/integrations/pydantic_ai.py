@@ -62,6 +62,7 @@ from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.wire import failure_marker
 from tether_clr.registry import ToolRegistry
 
 __all__ = ["GovernedToolset"]
@@ -283,7 +284,7 @@ def _from_batch(batch: GovernedBatch, call_id: str, assembly: ToolAssembly) -> A
     waiting = batch.waiting.get(call_id)
     if waiting is not None:
         raise ApprovalRequired({"waiting_for": list(waiting), "reason": "runs after the calls it waits for are decided"})
-    raise ToolFailed(f"Error [UNAVAILABLE]: call {call_id!r} was not part of its batch")
+    raise ToolFailed(f"{failure_marker(str(ToolFailureCodes.UNAVAILABLE))}: call {call_id!r} was not part of its batch")
 
 
 def _answer(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> Any:

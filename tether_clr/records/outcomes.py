@@ -355,6 +355,13 @@ class ToolExecutionOutcome:
         explicit = self.explicit_content
         return explicit is None or explicit == replace(self, explicit_content=None).content
 
+    @property
+    def failure_marker(self) -> str | None:
+        """What leads a failure's text where an API has no error flag: ``Error [CODE]``, or
+        ``Error [CODE/reason]`` when the failure has a reason; ``None`` on success."""
+        failure = self.failure
+        return None if failure is None else wire.failure_marker(str(failure.code), failure.reason)
+
     # ----------------------------------------------------------- wire forms (tether_clr.records.wire)
     def to_openai(self, api: Literal["chat", "responses"] = "chat") -> dict[str, Any]:
         """The result message for OpenAI: Chat Completions' ``{"role": "tool", "tool_call_id",
@@ -362,19 +369,17 @@ class ToolExecutionOutcome:
         ``tether_clr.projections.openai.chat_tool_messages``), or, with ``api="responses"``,
         the ``function_call_output`` item (text and ``input_image`` parts).
 
-        Neither API has an error flag: a failure's text starts with ``Error [CODE]: ``
+        Neither API has an error flag: a failure's text starts with its :attr:`failure_marker`
         (``Error [DENIED]: not allowed``), also when a content hook set its content
         (the marker leads the first text part, or comes first as its own part)."""
-        code = None if self.failure is None else str(self.failure.code)
         if wire.check_openai_api(api) == "chat":
-            return wire.openai_chat_tool_message(self.call_id, self.content, code)
-        return wire.openai_function_call_output(self.call_id, self.content, code)
+            return wire.openai_chat_tool_message(self.call_id, self.content, self.failure_marker)
+        return wire.openai_function_call_output(self.call_id, self.content, self.failure_marker)
 
     def to_anthropic(self) -> dict[str, Any]:
         """The Messages API ``tool_result`` block: text and image blocks (no empty text block; an
         empty result has no ``content``), ``is_error: true`` on failure."""
-        failure = self.failure
-        return wire.anthropic_tool_result(self.call_id, self.content, failure is not None, None if failure is None else str(failure.code))
+        return wire.anthropic_tool_result(self.call_id, self.content, self.failure is not None, self.failure_marker)
 
     def to_mcp(self) -> dict[str, Any]:
         """MCP's ``CallToolResult`` as JSON: ``content`` (text and image), ``structuredContent`` (an

@@ -14,8 +14,12 @@ Two rules hold for every provider form:
   have content, says its code instead). OpenAI's forms carry an empty result as
   ``""``; MCP's text content may be empty and is kept as it is.
 * **Failures are marked.** Chat Completions and Responses have no error flag, so
-  a failure's text starts with ``Error [CODE]: `` (:func:`failure_marked`);
-  Anthropic sets ``is_error`` and MCP ``isError``.
+  a failure's text starts with its marker (:func:`failure_marker`): ``Error [CODE]: ``,
+  or ``Error [CODE/reason]: `` when the failure has a reason (``Error [DENIED]:
+  not allowed``, ``Error [ABORTED/timeout]: timed out after 0.1 s``), so the code
+  comes first and the reason stays readable (:func:`failure_marked`); Anthropic
+  sets ``is_error`` and MCP ``isError``. The framework adapters
+  (``tether_clr.integrations``) show a failure with the same marker.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = [
     "anthropic_tool_result",
     "check_openai_api",
     "failure_marked",
+    "failure_marker",
     "meai_contents",
     "mcp_call_tool_result",
     "openai_chat_image_message",
@@ -48,18 +53,22 @@ def check_openai_api(api: Any) -> OpenAIApi:
     return result
 
 
-def failure_marked(parts: Sequence[ContentPart], code: str | None) -> tuple[ContentPart, ...]:
+def failure_marker(code: str, reason: str | None = None) -> str:
+    """``Error [CODE]``, or ``Error [CODE/reason]`` when the failure has a machine-readable reason."""
+    return f"Error [{code}]" if reason is None else f"Error [{code}/{reason}]"
+
+
+def failure_marked(parts: Sequence[ContentPart], marker: str | None) -> tuple[ContentPart, ...]:
     """``parts`` as a model must see them on an API with no error flag: unchanged on success
-    (``code`` ``None``), else led by ``Error [CODE]: ``.
+    (``marker`` ``None``), else led by the :func:`failure_marker` and ``": "``.
 
     The marker is prefixed to the first part when it is text (a failure's default
     content, its message, or text a content hook set); when the first part is an
-    image or there is no part, a text part ``Error [CODE]`` comes first. Text that
+    image or there is no part, a text part holding the marker comes first. Text that
     already starts with the marker is left alone, so marking twice changes nothing.
     """
-    if code is None:
+    if marker is None:
         return tuple(parts)
-    marker = f"Error [{code}]"
     if parts and isinstance(parts[0], TextPart):
         first = parts[0].text
         if first.startswith(marker):
@@ -77,9 +86,9 @@ def _image_placeholder(index: int, part: ImagePart) -> str:
     return f"[image {index}: {part.mime_type}, in the user message that follows]"
 
 
-def openai_chat_tool_message(call_id: str, parts: Sequence[ContentPart], code: str | None = None) -> dict[str, Any]:
+def openai_chat_tool_message(call_id: str, parts: Sequence[ContentPart], marker: str | None = None) -> dict[str, Any]:
     """``{"role": "tool", "tool_call_id", "content"}``: a string for one text part (``""`` for an
-    empty result), else text parts, none empty; a failure's (``code``) led by ``Error [CODE]: ``.
+    empty result), else text parts, none empty; a failure's led by its ``marker`` (:func:`failure_marker`).
 
     Chat Completions tool messages carry text only: each image is named here by a
     placeholder and travels in :func:`openai_chat_image_message`, the user
@@ -87,7 +96,7 @@ def openai_chat_tool_message(call_id: str, parts: Sequence[ContentPart], code: s
     """
     texts: list[str] = []
     images = 0
-    for part in _non_empty(failure_marked(parts, code)):
+    for part in _non_empty(failure_marked(parts, marker)):
         if isinstance(part, TextPart):
             texts.append(part.text)
         else:
@@ -109,12 +118,12 @@ def openai_chat_image_message(call_id: str, parts: Sequence[ContentPart]) -> dic
     return {"role": "user", "content": content}
 
 
-def openai_function_call_output(call_id: str, parts: Sequence[ContentPart], code: str | None = None) -> dict[str, Any]:
+def openai_function_call_output(call_id: str, parts: Sequence[ContentPart], marker: str | None = None) -> dict[str, Any]:
     """The Responses ``function_call_output`` item: a string for one text part (``""`` for an empty
     result), else ``input_text`` (none empty) and ``input_image`` (data URL) parts; a failure's
-    (``code``) led by ``Error [CODE]: ``."""
+    led by its ``marker`` (:func:`failure_marker`)."""
     output: Any
-    parts = _non_empty(failure_marked(parts, code))
+    parts = _non_empty(failure_marked(parts, marker))
     if not parts:
         output = ""
     elif len(parts) == 1 and isinstance(parts[0], TextPart):
@@ -128,17 +137,17 @@ def openai_function_call_output(call_id: str, parts: Sequence[ContentPart], code
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
-def anthropic_tool_result(call_id: str, parts: Sequence[ContentPart], is_error: bool, code: str | None = None) -> dict[str, Any]:
+def anthropic_tool_result(call_id: str, parts: Sequence[ContentPart], is_error: bool, marker: str | None = None) -> dict[str, Any]:
     """The Messages API ``tool_result`` block: text and base64 image blocks, ``is_error: true`` on failure.
 
     Anthropic refuses empty text blocks: empty text parts are left out, and a
     result with nothing left has no ``content`` (Anthropic's ``content`` is
-    optional). A failure must have content: one with nothing left says
-    ``Error [CODE]`` (``code``, else ``Error``).
+    optional). A failure must have content: one with nothing left says its
+    ``marker`` (:func:`failure_marker`; ``Error`` when none is given).
     """
     kept = _non_empty(parts)
     if not kept and is_error:
-        kept = [TextPart(f"Error [{code}]" if code else "Error")]
+        kept = [TextPart(marker or "Error")]
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
     if kept:
         block["content"] = [
