@@ -13,22 +13,9 @@ from typing import Annotated, Any
 from anthropic.types import ToolParam
 from pydantic import Field
 
-from tests.support.projection_tools import CONTEXT, sdk_checked, trip_registry
+from tests.support.projection_tools import CONTEXT, schema_objects, sdk_checked, trip_registry
 from tether_clr import PythonFunction, ToolRegistry
 from tether_clr.projections import AnthropicTools, ProjectionReport, strict_schema, to_anthropic_tools
-
-
-def _objects(schema: Any) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    if isinstance(schema, dict):
-        if schema.get("type") == "object" or "properties" in schema:
-            found.append(schema)
-        for value in schema.values():
-            found += _objects(value)
-    elif isinstance(schema, list):
-        for value in schema:
-            found += _objects(value)
-    return found
 
 
 def test_anthropic_tools_are_not_strict_by_default_as_before() -> None:
@@ -44,7 +31,7 @@ def test_anthropic_strict_tools_are_closed_keep_optional_properties_and_defaults
         assert sdk_checked(ToolParam, tool) == tool and tool["strict"] is True
     plan = next(t for t in tools if t["name"] == "plan_trip")
     schema = plan["input_schema"]
-    assert all(o["additionalProperties"] is False for o in _objects(schema))
+    assert all(o["additionalProperties"] is False for o in schema_objects(schema))
     assert schema["required"] == ["city"]  # optional properties stay optional: Anthropic does not require them all
     assert schema["properties"]["days"] == {"default": 1, "type": "integer"}  # default kept, no null added
     assert tools.report == ProjectionReport()

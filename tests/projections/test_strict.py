@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.support.projection_tools import schema_objects
 from tether_clr.projections import strict_schema
 
 SCHEMA: dict[str, Any] = {
@@ -22,30 +23,17 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def _objects(schema: Any) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    if isinstance(schema, dict):
-        if schema.get("type") == "object" or "properties" in schema:
-            found.append(schema)
-        for value in schema.values():
-            found += _objects(value)
-    elif isinstance(schema, list):
-        for value in schema:
-            found += _objects(value)
-    return found
-
-
 def test_strict_every_object_gets_additional_properties_false() -> None:
     converted = strict_schema(SCHEMA).schema
     assert converted is not None
-    objects = _objects(converted)
+    objects = schema_objects(converted)
     assert len(objects) >= 3 and all(o["additionalProperties"] is False for o in objects)
 
 
 def test_strict_every_property_is_listed_in_required() -> None:
     converted = strict_schema(SCHEMA).schema
     assert converted is not None
-    for obj in _objects(converted):
+    for obj in schema_objects(converted):
         assert obj["required"] == list(obj["properties"])
 
 

@@ -92,3 +92,17 @@ def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
     return [_plain(v) for v in value]  # lists, tuples and pydantic's lazily validated iterables
+
+
+def schema_objects(schema: Any) -> list[dict[str, Any]]:
+    """Every object schema inside ``schema`` (itself included), depth first: what strict mode must close."""
+    found: list[dict[str, Any]] = []
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            found.append(schema)
+        for value in schema.values():
+            found += schema_objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found += schema_objects(value)
+    return found
