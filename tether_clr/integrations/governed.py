@@ -78,6 +78,7 @@ from tether_clr.integrations.approvals import (
     DeferringApprovals,
 )
 from tether_clr.integrations.identity import ContextSource
+from tether_clr.integrations.tracing import approvals_captured
 from tether_clr.recording.session.protocol import SessionStore
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
@@ -224,7 +225,8 @@ class GovernedCalls:
         logged. For a framework that asks before invoking (``needs_approval``).
         """
         approvals = CapturingApprovals()
-        await self.registry.execute_batch([call], assembly, 1, approval=approvals)
+        with approvals_captured():  # its span says "asked", not DENIED
+            await self.registry.execute_batch([call], assembly, 1, approval=approvals)
         return approvals.asked.get(call.call_id)
 
     # ------------------------------------------------------------------ running
@@ -237,7 +239,8 @@ class GovernedCalls:
         """
         if self.store is None:
             approvals = CapturingApprovals()
-            outcomes = await self.registry.execute_batch(calls, assembly, self.max_parallelism, approval=approvals)
+            with approvals_captured():  # an asked call's span says "asked", not DENIED
+                outcomes = await self.registry.execute_batch(calls, assembly, self.max_parallelism, approval=approvals)
             batch = GovernedBatch(additional_contexts=tuple(outcomes.additional_contexts))
             for outcome in outcomes:
                 asked = approvals.asked.get(outcome.call_id)

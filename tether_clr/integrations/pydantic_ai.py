@@ -55,6 +55,7 @@ from tether_clr.catalog.views import ToolAssembly
 from tether_clr.foundations.json_values import to_json_text
 from tether_clr.integrations.failures import failure_text
 from tether_clr.integrations.governed import GovernedBatch, GovernedCalls, loaded_names
+from tether_clr.integrations.tracing import adopted_spans, span_to_adopt
 from tether_clr.projections.source import shown_tools
 from tether_clr.recording.session.protocol import SessionStore
 from tether_clr.records.content import ImagePart, TextPart
@@ -90,6 +91,28 @@ class _Turn:
         self.error: BaseException | None = None
         self.answered: set[str] = set()
         self.approved: dict[str, dict[str, Any]] = {}  # logged resume: call id -> the arguments the framework runs
+        self.arrived: set[str] = set()  # the calls whose call_tool has run so far
+        self.spans: dict[str, Any] = {}  # call id -> pydantic-ai's span of that call (to adopt)
+
+    def arrive(self, call_id: str, span: Any | None) -> None:
+        self.arrived.add(call_id)
+        if span is not None:
+            self.spans[call_id] = span
+
+    async def gathered(self) -> None:
+        """Wait until every call of the turn reached ``call_tool``, or a scheduler pass brought none.
+
+        pydantic-ai starts the calls of a response as tasks created together, so a pass of the event
+        loop runs each sibling up to ``call_tool``; calls it runs later (a ``sequential`` tool or
+        execution mode, a call after an output tool under the ``graceful`` end strategy, a call it
+        skips) never arrive now, and after one pass without arrivals the batch runs without them
+        (their library spans are its own, under this call's span).
+        """
+        while not self.ids <= self.arrived:
+            before = len(self.arrived)
+            await anyio.sleep(0)
+            if len(self.arrived) == before:
+                return
 
 
 class GovernedToolset(AbstractToolset[Any]):
@@ -183,13 +206,18 @@ class GovernedToolset(AbstractToolset[Any]):
         if not isinstance(tool, GovernedTool):
             raise TypeError(f"tool {name!r} was not offered by this GovernedToolset")
         call_id = ctx.tool_call_id or ""
+        span = span_to_adopt(call_id)  # pydantic-ai's execute_tool span of this call, when it traces
         if ctx.tool_call_approved:
-            outcome = await self._approved(name, call_id, tool_args, ctx, tool)
+            outcome = await self._approved(name, call_id, tool_args, ctx, tool, span)
             return _answer(outcome, tool.assembly)
         turn, key, first = self._turn(ctx, tool, call_id, name, tool_args)
-        if first:  # this call's task runs the batch (under its span); its siblings wait for it
+        turn.arrive(call_id, span)
+        if first:  # this call's task runs the batch; its siblings wait for it
             try:
-                turn.batch = await self.core.run(turn.calls, tool.assembly)
+                if span is not None:  # traced: the siblings' spans are adopted too, once they have arrived
+                    await turn.gathered()
+                with adopted_spans(turn.spans):
+                    turn.batch = await self.core.run(turn.calls, tool.assembly)
             except BaseException as exc:
                 turn.error = exc
                 raise
@@ -224,16 +252,17 @@ class GovernedToolset(AbstractToolset[Any]):
         return _from_batch(batch, call_id, assembly)
 
     async def _approved(
-        self, name: str, call_id: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: GovernedTool
+        self, name: str, call_id: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: GovernedTool, span: Any | None
     ) -> ToolExecutionOutcome:
         """A call the host approved through ``DeferredToolResults``: run it with the decision bound to its fingerprint."""
         asked = _call_part(ctx.messages, call_id)
         asked_args = None if asked is None else asked.args_as_dict()
         if not self.core.logged:
             original = ToolCall(call_id, name, asked.args_as_json_str() if asked is not None else to_json_text(tool_args))
-            request = await self.core.approval_request(original, tool.assembly)
-            decision = None if request is None else (ApprovalResult.APPROVED, request.fingerprint)
-            return await self.core.run_decided(ToolCall(call_id, name, to_json_text(tool_args)), decision, tool.assembly)
+            with adopted_spans({} if span is None else {call_id: span}):
+                request = await self.core.approval_request(original, tool.assembly)
+                decision = None if request is None else (ApprovalResult.APPROVED, request.fingerprint)
+                return await self.core.run_decided(ToolCall(call_id, name, to_json_text(tool_args)), decision, tool.assembly)
         # Logged: every approved call of the resumed response arrives now (pydantic-ai starts them together);
         # the first waits a few scheduler turns for its siblings, then resumes the parked step once for all.
         key = ("resume", ctx.run_id, *(c.call_id for c in _open_calls(ctx.messages, tool.offered)))
@@ -242,6 +271,7 @@ class GovernedToolset(AbstractToolset[Any]):
         if turn is None:
             turn = self._turns[key] = _Turn([])
         turn.approved[call_id] = tool_args if asked_args is None or tool_args == asked_args else {"\0": "changed"}
+        turn.arrive(call_id, span)
         if first:
             try:
                 for _ in range(3):
@@ -252,7 +282,8 @@ class GovernedToolset(AbstractToolset[Any]):
                     if pending is not None:
                         same = arguments != {"\0": "changed"}
                         decisions[approved_id] = (ApprovalResult.APPROVED, pending.fingerprint if same else "changed")
-                turn.batch = await self.core.resume(decisions, tool.assembly)
+                with adopted_spans(turn.spans):
+                    turn.batch = await self.core.resume(decisions, tool.assembly)
             except BaseException as exc:
                 turn.error = exc
                 raise

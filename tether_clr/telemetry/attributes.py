@@ -11,6 +11,7 @@ __all__ = [
     "GEN_AI_TOOL_DESCRIPTION",
     "GEN_AI_TOOL_NAME",
     "GEN_AI_TOOL_TYPE",
+    "TETHER_APPROVAL_ASKED",
     "TETHER_ATTEMPT",
     "TETHER_ATTEMPTS",
     "TETHER_FAILURE_REASON",
@@ -49,4 +50,5 @@ TETHER_PRINCIPAL_ID = "tether.principal.id"
 TETHER_OUTCOME_CODE = "tether.outcome.code"
 TETHER_ATTEMPT = "tether.attempt"  # on a tether.body span: which attempt this body was
 TETHER_ATTEMPTS = "tether.attempts"  # on a call span, when the call took more than one
+TETHER_APPROVAL_ASKED = "tether.approval.asked"  # on a call span: its approval was asked (captured), not refused
 TETHER_SUSPENDED = "tether.suspended"  # on a call span: the step was suspended before the call ended

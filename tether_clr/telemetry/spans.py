@@ -12,6 +12,11 @@ those of the worker thread a synchronous tool runs in, nest under it), and a
 (:mod:`tether_clr.foundations.trace_context`), which the .NET host hands to
 the tool as an ``Activity`` parent.
 
+A call whose id the batch adopts a framework's span for
+(:mod:`tether_clr.telemetry.adoption`) has no span of its own: the library sets
+its attributes on the adopted span (``gen_ai.*`` only where absent), nests its
+children there and never ends it.
+
 Arguments and results (``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``:
 canonical JSON text) and failure messages (the span status description) are
 recorded only with ``capture_content``: they can hold what the model and the
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -30,8 +36,9 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from tether_clr.foundations.trace_context import TraceContext, lend_trace_context
-from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.telemetry import attributes as names
+from tether_clr.telemetry.adoption import current_adoption
 from tether_clr.telemetry.metrics import ToolMetrics
 
 if TYPE_CHECKING:
@@ -65,7 +72,7 @@ def _request_attributes(view: SealedToolCatalogView) -> dict[str, Any]:
 class OtelBatch:
     """One batch: the host's context at its start (its calls' parent), a tracer and/or the metrics."""
 
-    __slots__ = ("_tracer", "_metrics", "_parent", "_view", "_capture", "_request", "_assembled")
+    __slots__ = ("_tracer", "_metrics", "_parent", "_view", "_capture", "_request", "_assembled", "_adopted", "_captured")
 
     def __init__(
         self, tracer: Tracer | None, metrics: ToolMetrics | None, view: SealedToolCatalogView, capture_content: bool
@@ -77,16 +84,28 @@ class OtelBatch:
         self._capture = capture_content
         self._assembled = view.context is not None  # an assembly: its calls carry their binding
         self._request = _request_attributes(view) if tracer is not None else {}
+        adoption = current_adoption()  # what the caller's context adopts, fixed for the batch's lifetime
+        self._adopted = adoption.spans
+        self._captured = adoption.captured
 
     def call_started(self, execution: ToolExecution, entry: ToolEntry | None) -> OtelCall:
         span = None
+        owned = True
         language = None if entry is None else tool_language(entry.tool)
         if self._tracer is not None:
-            span = self._tracer.start_span(
-                f"execute_tool {execution.name}", context=self._parent, kind=SpanKind.INTERNAL,
-                attributes=self._attributes(execution, entry, language),
-            )
-        return OtelCall(self._tracer, self._metrics, self._parent, span, execution.name, language == "dotnet", self._capture)
+            attributes = self._attributes(execution, entry, language)
+            adopted = self._adopted.get(execution.call_id) if self._adopted else None
+            if adopted is not None and adopted.is_recording():
+                _annotate(adopted, attributes)
+                span, owned = adopted, False
+            else:
+                span = self._tracer.start_span(
+                    f"execute_tool {execution.name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                )
+        return OtelCall(
+            self._tracer, self._metrics, self._parent, span, execution.name, language == "dotnet", self._capture,
+            owned=owned, captured=self._captured,
+        )
 
     def _attributes(self, execution: ToolExecution, entry: ToolEntry | None, language: str | None) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -110,14 +129,33 @@ class OtelBatch:
         return found
 
 
-class OtelCall:
-    """One call: its span (None with metrics alone), the approval and body spans, and its metrics."""
+def _annotate(span: Span, attributes: dict[str, Any]) -> None:
+    """Set the library's attributes on an adopted span: the framework's own ``gen_ai.*`` values win.
 
-    __slots__ = ("_tracer", "_metrics", "_parent", "_span", "_tool", "_dotnet", "_capture", "_started", "_approval", "_body", "_inner")
+    An SDK span exposes what is already set (``attributes``); a span that does not
+    gets them all (the same call's name and id, so nothing of the framework's is lost).
+    """
+    present = getattr(span, "attributes", None)
+    for key, value in attributes.items():
+        if key.startswith("gen_ai.") and isinstance(present, Mapping) and key in present:
+            continue
+        span.set_attribute(key, value)
+
+
+class OtelCall:
+    """One call: its span (None with metrics alone), the approval and body spans, and its metrics.
+
+    ``owned=False``: the span is a framework's, adopted (:mod:`tether_clr.telemetry.adoption`): annotated and
+    parented to, never ended. ``captured``: the batch's approvals are captures (a refusal at the approval
+    stage is recorded as asked, not as a failure).
+    """
+
+    __slots__ = ("_tracer", "_metrics", "_parent", "_span", "_tool", "_dotnet", "_capture", "_started", "_approval", "_body",
+                 "_inner", "_owned", "_captured", "_asked")
 
     def __init__(
         self, tracer: Tracer | None, metrics: ToolMetrics | None, parent: Context, span: Span | None, tool: str,
-        dotnet: bool, capture_content: bool,
+        dotnet: bool, capture_content: bool, *, owned: bool = True, captured: bool = False,
     ) -> None:
         self._tracer, self._metrics, self._span = tracer, metrics, span
         self._parent = parent
@@ -128,6 +166,9 @@ class OtelCall:
         self._approval: Span | None = None
         self._body: Span | None = None
         self._inner: Context | None = None  # the host's context with this call's span current
+        self._owned = owned
+        self._captured = captured
+        self._asked = False  # the approval provider was asked
 
     def _child(self, name: str, attributes: dict[str, Any] | None = None) -> Span | None:
         if self._tracer is None or self._span is None:
@@ -137,6 +178,7 @@ class OtelCall:
         return self._tracer.start_span(name, context=self._inner, kind=SpanKind.INTERNAL, attributes=attributes)
 
     def approval_started(self) -> None:
+        self._asked = True
         self._approval = self._child("tether.approval")
 
     def approval_ended(self) -> None:
@@ -181,6 +223,8 @@ class OtelCall:
             if failure is None:
                 if self._capture:
                     span.set_attribute(names.GEN_AI_TOOL_CALL_RESULT, outcome.value_json)
+            elif self._captured and self._asked and stage == "approval" and failure.code is ToolFailureCodes.DENIED:
+                span.set_attribute(names.TETHER_APPROVAL_ASKED, True)  # the capture's refusal: a question, not a denial
             else:
                 span.set_attribute(names.ERROR_TYPE, str(failure.code))
                 if failure.reason:
@@ -191,4 +235,5 @@ class OtelCall:
             span.set_status(Status(StatusCode.ERROR, str(error) if self._capture else None))
         else:
             span.set_attribute(names.TETHER_SUSPENDED, True)
-        span.end()
+        if self._owned:
+            span.end()
