@@ -10,6 +10,7 @@ asyncio only, as every pydantic-ai agent run (see test_pydantic_ai.py).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,9 +20,10 @@ from opentelemetry.trace import StatusCode
 from pydantic_ai import Agent
 from pydantic_ai.capabilities.instrumentation import Instrumentation
 from pydantic_ai.models.instrumented import InstrumentationSettings
+from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 
-from tether_clr import PythonFunction, RequestContext, ToolRegistrationOptions, ToolRegistry
+from tether_clr import PythonFunction, RequestContext, SqliteSessionStore, ToolRegistrationOptions, ToolRegistry
 from tether_clr.integrations.pydantic_ai import GovernedToolset
 
 from tests.integrations.scripted import Script, call
@@ -132,8 +134,6 @@ async def test_sequential_execution_still_has_one_span_per_call_for_the_call_tha
     """pydantic-ai's sequential mode starts the second call only after the first ends: the batch (run in the
     first call's task) cannot adopt a span that does not exist yet, so that call's library span is its own,
     under the first call's span, and pydantic-ai's later span of it is the second."""
-    from pydantic_ai.tool_manager import ToolManager
-
     recorded = Recorded()
     script = Script([call("add", {"a": 1, "b": 2}, "c1"), call("add", {"a": 3, "b": 4}, "c2")], "done")
     agent = _traced(script, _registry(recorded), recorded)
@@ -160,3 +160,23 @@ async def test_without_pydantic_ai_instrumentation_the_librarys_span_is_a_child_
         assert span.instrumentation_scope is not None and span.instrumentation_scope.name == "tether_clr"
         assert span.parent is not None and span.parent.span_id == host.get_span_context().span_id
         assert _children(recorded, span) == ["tether.body"]
+
+
+async def test_with_a_store_a_parked_call_is_suspended_on_its_span_and_the_resumed_call_runs_under_its_new_one(tmp_path: Path) -> None:
+    recorded = Recorded()
+    store = SqliteSessionStore(tmp_path / "log.sqlite3")
+    script = Script([call("refund", {"order": "A7"}, "c1")], "done")
+    agent = Agent(script.model, toolsets=[GovernedToolset(_registry(recorded), context=ACME, store=store, session_id="s1")],
+                  output_type=[str, DeferredToolRequests],
+                  capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=recorded.tracer_provider))])
+    first = await agent.run("refund")
+    assert isinstance(first.output, DeferredToolRequests)
+    parked = _tool_spans(recorded)["c1"]
+    assert (parked.attributes or {})["tether.suspended"] is True and parked.status.status_code is not StatusCode.ERROR
+    recorded.exporter.clear()
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True}))
+    assert second.output == "done"
+    resumed = _tool_spans(recorded)["c1"]
+    assert (resumed.attributes or {})["tether.stage"] == "body"
+    assert _children(recorded, resumed) == ["tether.approval", "tether.body"]
+    store.close()
