@@ -205,15 +205,22 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_run_state(
         assert log_violations(events) == []
         results = {e.call_id: e.payload for e in events if e.kind == "tool/result"}
         assert set(results) == {"c1", "c2"}  # the rejected call too: recorded DENIED, its body never ran
+        assert results["c2"]["ok"] is (answer == "approved")
+        if answer == "rejected":
+            assert results["c2"]["code"] == "DENIED"
+        assert [e.call_id for e in events if e.kind == "approval/asked"] == ["c2"]
         store.close()
 
 
-async def test_an_approval_given_for_other_arguments_does_not_apply() -> None:
+@pytest.mark.parametrize("logged", [False, True], ids=["no store", "session store"])
+async def test_an_approval_given_for_other_arguments_does_not_apply(logged: bool, tmp_path: Path) -> None:
     """A sticky approval (``always_approve=True``) covers the tool's later calls in the SDK, but the
     pipeline's approval is bound to the arguments it asked about: a later call with others is DENIED."""
     ran: list[str] = []
+    store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
+    options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
     model = ScriptedModel([call("refund", {"order": "A7"}, "c1")], [call("refund", {"order": "B9"}, "c2")], "finished")
-    agent = Agent(name="agent", model=model, tools=governed_tools(_registry(ran), context=ACME))
+    agent = Agent(name="agent", model=model, tools=governed_tools(_registry(ran), context=ACME, **options))
     first = await Runner.run(agent, "refund", run_config=QUIET)
     state = first.to_state()
     state.approve(first.interruptions[0], always_approve=True)
@@ -221,6 +228,12 @@ async def test_an_approval_given_for_other_arguments_does_not_apply() -> None:
     assert second.final_output == "finished" and not second.interruptions
     assert ran == ["refund A7"]
     assert model.outputs()["c2"].startswith("Error [DENIED/approval_mismatch]")
+    if store is not None:
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        results = {e.call_id: e.payload for e in events if e.kind == "tool/result"}
+        assert results["c1"]["ok"] is True and results["c2"]["code"] == "DENIED"
+        store.close()
 
 
 async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and_runs() -> None:

@@ -49,6 +49,7 @@ Needs ``openai-agents`` (the ``openai-agents`` extra); built on
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Callable
@@ -169,9 +170,10 @@ class GovernedAgentTools:
         """The calls whose approval the host rejected leave :attr:`asked`; logged, each is recorded DENIED."""
         if not self.asked:
             return
-        rejected = []
+        rejected: list[PendingApproval] = []
         for call_id, pending in list(self.asked.items()):
-            if run_context.is_tool_approved(pending.name, call_id) is False and self.asked.pop(call_id, None):
+            if run_context.is_tool_approved(pending.name, call_id) is False and call_id in self.asked:
+                del self.asked[call_id]  # claimed here, before any await: concurrent settles see it gone
                 rejected.append(pending)
         if not rejected or not self.core.logged:
             return
@@ -240,8 +242,6 @@ class GovernedAgentTools:
 
 
 def _data_url(image: ImagePart) -> str:
-    import base64
-
     return f"data:{image.mime_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
