@@ -287,3 +287,24 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
         assert sorted(e.call_id for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4"]
         assert len([e for e in events if e.kind == "turn/start"]) == 4  # one turn per call: one-call batches
         assert ran == ["add 1 2", "add 5 5"]
+
+
+async def test_with_a_store_approved_calls_of_one_turn_resumed_together_each_run_once(tmp_path: Path) -> None:
+    """The SDK invokes a resumed turn's approved calls concurrently; each parks and resumes as its own
+    turn of the log, one after the other (the log has one writer)."""
+    ran: list[str] = []
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        tools = governed_tools(_registry(ran), context=ACME, store=store, session_id="s1")
+        model = ScriptedModel([call("refund", {"order": o}, f"c{o}") for o in ("A7", "B9", "C3")], "finished")
+        agent = Agent(name="agent", model=model, tools=tools)
+        first = await Runner.run(agent, "refund", run_config=QUIET)
+        assert len(first.interruptions) == 3 and ran == []
+        state = first.to_state()
+        for item in first.interruptions:
+            state.approve(item)
+        await Runner.run(agent, state, run_config=QUIET)
+        assert sorted(ran) == ["refund A7", "refund B9", "refund C3"]
+        assert model.outputs() == {"cA7": "refunded A7", "cB9": "refunded B9", "cC3": "refunded C3"}
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        assert len([e for e in events if e.kind == "turn/start"]) == 3

@@ -41,7 +41,7 @@ Needs ``openai-agents`` (the ``openai-agents`` extra); built on
   rejection message.
 * **The session log** (``store=`` and ``session_id=``): every invoked call is
   one turn; an approved call is parked and resumed with the decision in that
-  turn. A rejected call is recorded when the adapter next sees the run context
+  turn, under a lock, so the SDK's concurrent calls are logged one after the other. A rejected call is recorded when the adapter next sees the run context
   (the next step's ``is_enabled``, before the model is asked again): it is
   parked and resumed ``REJECTED`` (DENIED, no body), if the pipeline still asks
   approval for it.
@@ -55,6 +55,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from agents import FunctionTool, RunContextWrapper, ToolOutputImage, ToolOutputText
 from agents.tool_context import ToolContext
 
@@ -89,7 +90,9 @@ class GovernedAgentTools:
     ``core``: the :class:`~tether_clr.integrations.GovernedCalls` they run through;
     ``tools``: the ``FunctionTool`` list; ``loaded``: the deferred tools a search
     of these tools' runs loaded; ``asked``: the approvals asked through
-    ``needs_approval`` and not yet decided, by call id.
+    ``needs_approval`` and not yet decided, by call id. :func:`governed_tools` is the
+    short form of ``GovernedAgentTools(GovernedCalls(...), conversation).build(run_context)``;
+    build it yourself to keep the state at hand.
     """
 
     def __init__(self, core: GovernedCalls, conversation: str) -> None:
@@ -100,6 +103,7 @@ class GovernedAgentTools:
         self.tools: list[FunctionTool] = []
         self._built: dict[str, str] = {}
         self._offer: tuple[str, frozenset[str], dict[str, str]] | None = None
+        self._logged = anyio.Lock()  # logged: a call's park and resume are one unit (the SDK runs calls concurrently)
 
     # ------------------------------------------------------------------ offer
     def assemble(self, run_context: Any) -> ToolAssembly:
@@ -107,6 +111,8 @@ class GovernedAgentTools:
         return self.core.assemble(run_context, self.loaded, self.conversation)
 
     def build(self, run_context: Any) -> list[FunctionTool]:
+        """The function tools of ``run_context``'s assembly: its shown tools, then its deferred ones (disabled
+        until loaded); a tool whose calls may ask approval gets the ``needs_approval`` callable."""
         assembly = self.assemble(run_context)
         deferred = [entry.name for entry in assembly.deferred]
         every = assembly.with_loaded(deferred) if deferred else assembly
@@ -182,9 +188,11 @@ class GovernedAgentTools:
             call = ToolCall(pending.call_id, pending.name, pending.arguments)
             if await self.core.approval_request(call, assembly) is None:
                 continue  # the pipeline would not ask now: recording it would run it; the host rejected it
-            batch = await self.core.run([call], assembly)
-            if pending.call_id in batch.asked:
-                await self.core.resume({pending.call_id: (ApprovalResult.REJECTED, pending.fingerprint)}, assembly)
+            async with self._logged:
+                batch = await self.core.run([call], assembly)
+                if pending.call_id in batch.asked:
+                    decision = (ApprovalResult.REJECTED, pending.fingerprint)
+                    await self.core.resume({pending.call_id: decision}, assembly)
 
     # ------------------------------------------------------------------ calls
     async def invoke(self, context: ToolContext[Any], name: str, arguments: str) -> Any:
@@ -201,12 +209,13 @@ class GovernedAgentTools:
             else:
                 outcome = self._only(await self.core.run([call], assembly), call, context)
         else:
-            batch = await self.core.run([call], assembly)
-            if call.call_id in batch.asked:  # parked: the SDK's decision resumes the step
-                if decided is None and context.is_tool_approved(name, call.call_id) is True:
-                    decided = (ApprovalResult.APPROVED, "given-for-another-call")  # sticky: approval_mismatch
-                # never asked through needs_approval and not approved: no decision, fails closed (DENIED)
-                batch = await self.core.resume({} if decided is None else {call.call_id: decided}, assembly)
+            async with self._logged:
+                batch = await self.core.run([call], assembly)
+                if call.call_id in batch.asked:  # parked: the SDK's decision resumes the step
+                    if decided is None and context.is_tool_approved(name, call.call_id) is True:
+                        decided = (ApprovalResult.APPROVED, "given-for-another-call")  # sticky: approval_mismatch
+                    # never asked through needs_approval and not approved: no decision, fails closed (DENIED)
+                    batch = await self.core.resume({} if decided is None else {call.call_id: decided}, assembly)
             outcome = self._only(batch, call, context)
         return self.answer(outcome, assembly)
 
