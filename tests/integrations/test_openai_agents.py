@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, ModelBehaviorError, RunConfig, Runner, RunResult
+from agents import Agent, ModelBehaviorError, RunConfig, Runner, RunResult, ToolCallOutputItem
 
 from tether_clr import (
     PythonFunction,
@@ -87,9 +87,11 @@ async def test_a_guard_denial_reaches_the_model_as_the_tool_output_starting_with
     registry = _registry(ran)
     registry.register_guard(None, lambda execution: "no adding on Sundays" if execution.name == "add" else None)
     model = ScriptedModel([call("add", {"a": 1, "b": 1}, "c1")], "done")
-    await _run(model, governed_tools(registry, context=ACME))
+    result = await _run(model, governed_tools(registry, context=ACME))
     assert model.outputs()["c1"] == "Error [DENIED]: no adding on Sundays"
     assert ran == []
+    (item,) = [item for item in result.new_items if isinstance(item, ToolCallOutputItem)]
+    assert item.custom_data == {"tether_clr": {"code": "DENIED", "reason": None, "message": "no adding on Sundays"}}
 
 
 async def test_invalid_arguments_reach_the_model_and_its_corrected_call_runs_next_turn() -> None:

@@ -22,7 +22,9 @@ Needs ``openai-agents`` (the ``openai-agents`` extra); built on
   There is no barrier across a model turn's calls and the SDK, not the
   pipeline, decides their order and concurrency.
 * **Failures** are returned as the tool's output, the text the SDK sends the
-  model: ``Error [CODE]: message`` (:func:`~tether_clr.integrations.failure_text`).
+  model: ``Error [CODE]: message`` (:func:`~tether_clr.integrations.failure_text`);
+  the host reads the same as fields in the output item's custom data
+  (``ToolCallOutputItem.custom_data["tether_clr"]``: ``code``, ``reason``, ``message``).
   The SDK does not retry by itself: the model sees INVALID_ARGS and may send a
   corrected call. An unknown tool name is refused by the SDK before any tool
   (``RunConfig.tool_not_found_behavior``). A ``context_for`` that fails raises
@@ -57,11 +59,12 @@ from typing import Any
 
 import anyio
 from agents import FunctionTool, RunContextWrapper, ToolOutputImage, ToolOutputText
+from agents.tool import FunctionToolCustomDataContext
 from agents.tool_context import ToolContext
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.integrations.approvals import MISMATCH_MESSAGE, MISMATCH_REASON
-from tether_clr.integrations.failures import failure_text
+from tether_clr.integrations.failures import GovernedFailure, failure_of
 from tether_clr.integrations.governed import GovernedBatch, GovernedCalls, loaded_names
 from tether_clr.projections.source import ShownTool, shown_tools
 from tether_clr.recording.session.protocol import SessionStore
@@ -76,6 +79,7 @@ from tether_clr.registry import ToolRegistry
 __all__ = ["GovernedAgentTools", "governed_tools"]
 
 _UNSET: Any = object()
+METADATA_KEY = "tether_clr"
 NOT_ASKED_REASON = "approval_not_asked"
 """The DENIED reason of a call the pipeline asks approval for, invoked by the SDK without asking."""
 
@@ -103,6 +107,8 @@ class GovernedAgentTools:
         self.tools: list[FunctionTool] = []
         self._built: dict[str, str] = {}
         self._offer: tuple[str, frozenset[str], dict[str, str]] | None = None
+        self.failures: dict[str, GovernedFailure] = {}
+        """The failed calls whose output item the SDK has not built yet, by call id (read by the extractor)."""
         self._logged = anyio.Lock()  # logged: a call's park and resume are one unit (the SDK runs calls concurrently)
 
     # ------------------------------------------------------------------ offer
@@ -154,6 +160,7 @@ class GovernedAgentTools:
             # A tool that never asks approval says so as a bool: with a callable, the SDK asks a human
             # about any call whose arguments do not parse, before the pipeline could refuse them.
             needs_approval=needs_approval if may_ask else False,
+            custom_data_extractor=self.custom_data,
         )
 
     # -------------------------------------------------------------- approvals
@@ -236,10 +243,22 @@ class GovernedAgentTools:
             "list was built: build it again)", NOT_ASKED_REASON,
         )
 
+    def custom_data(self, data: FunctionToolCustomDataContext) -> dict[str, Any] | None:
+        """The SDK's custom data of a call's output item: a failed call's fields, for the host
+        (``ToolCallOutputItem.custom_data["tether_clr"]``: code, reason, message), else None."""
+        failure = self.failures.pop(data.tool_context.tool_call_id, None)
+        if failure is None:
+            return None
+        return {METADATA_KEY: {"code": str(failure.code), "reason": failure.reason, "message": failure.message}}
+
     def answer(self, outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> Any:
         """An outcome as the SDK's tool output: the failure text, the text, or text and images."""
-        if outcome.failure is not None:
-            return failure_text(outcome)
+        failure = failure_of(outcome)
+        if failure is not None:
+            if len(self.failures) >= 1024:  # output items the SDK never built (a cancelled run): drop the oldest
+                self.failures.pop(next(iter(self.failures)))
+            self.failures[outcome.call_id] = failure
+            return failure.text
         for name in loaded_names(outcome, assembly):
             if name not in self.loaded:
                 self.loaded.append(name)
