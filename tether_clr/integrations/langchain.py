@@ -53,6 +53,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import anyio
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -128,7 +129,8 @@ class GovernedTools:
             max_parallelism=max_parallelism,
         )
         self._loaded: dict[str | None, list[str]] = {}
-        self._done: dict[tuple[str, str, str, str], ToolMessage] = {}
+        self._done: dict[tuple[str, str, str, str], tuple[ToolMessage, dict[str, Any] | None]] = {}
+        self._running: dict[str | None, _Running] = {}
         self._offer: dict[tuple[str, int, bool], list[BaseTool]] = {}
 
     # ------------------------------------------------------------------ offer
@@ -185,8 +187,23 @@ class GovernedTools:
         call = ToolCall(call_id or f"lc-{uuid.uuid4().hex}", name, text)
         key = None if thread is None or direct else (thread, call.call_id, name, text)
         if key is not None and key in self._done:
-            return self._done[key]  # a resumed node runs its calls again: the call already ended here
-        outcome = await self._outcome(call, assembly)
+            # A resumed node runs its calls again: the call already ended here. One that was approved asks
+            # interrupt() again so that LangGraph's resume values keep matching the node's interrupts in order.
+            message, asked = self._done[key]
+            if asked is not None:
+                interrupt(asked)
+            return message
+        running = self._running.get(thread)
+        if running is None:
+            if len(self._running) >= _MEMORY:
+                for idle in [k for k, v in self._running.items() if v.count == 0][:_MEMORY // 2]:
+                    del self._running[idle]
+            running = self._running[thread] = _Running()
+        running.enter()
+        try:
+            outcome, asked = await self._outcome(call, assembly, running)
+        finally:
+            running.leave()
         self._remember(thread, loaded_names(outcome, assembly))
         if direct:
             if outcome.failure is not None:
@@ -198,29 +215,63 @@ class GovernedTools:
         if key is not None:
             if len(self._done) >= _MEMORY:
                 self._done.pop(next(iter(self._done)))
-            self._done[key] = message
+            self._done[key] = (message, asked)
         return message
 
-    async def _outcome(self, call: ToolCall, assembly: ToolAssembly) -> ToolExecutionOutcome:
+    async def _outcome(self, call: ToolCall, assembly: ToolAssembly, running: _Running
+                       ) -> tuple[ToolExecutionOutcome, dict[str, Any] | None]:
         core = self.core
         if not core.logged:
             batch = await core.run([call], assembly)
             request = batch.asked.get(call.call_id)
             if request is None:
-                return batch.outcomes[call.call_id]
+                return batch.outcomes[call.call_id], None
         else:  # ask first, so nothing parks in the log: LangGraph's checkpoint holds the suspension
             request = await core.approval_request(call, assembly) if core.may_require_approval(assembly, call.name) else None
             if request is None:
                 batch = await core.run([call], assembly)
                 found = batch.outcomes.get(call.call_id)
                 if found is not None:
-                    return found
+                    return found, None
                 # a listener asked after all (its answer changed between the passes): abandon, fail closed
                 cancelled = await core.cancel("the approval was asked after the call was admitted without one")
                 return cancelled.outcomes.get(call.call_id) or ToolExecutionOutcome.failed(
-                    call.call_id, call.name, ToolFailureCodes.DENIED, "approval was asked and not answered")
-        answer = interrupt(approval_request_of(request))
-        return await core.run_decided(call, _decision(answer), assembly)
+                    call.call_id, call.name, ToolFailureCodes.DENIED, "approval was asked and not answered"), None
+        payload = approval_request_of(request)
+        # interrupt() ends the whole node: first let the calls running beside this one end (their results are
+        # recorded above, so the resumed node answers them without running a body twice).
+        running.leave()
+        try:
+            await running.idle()
+            answer = interrupt(payload)
+        finally:
+            running.enter()
+        return await core.run_decided(call, _decision(answer), assembly), payload
+
+
+class _Running:
+    """The calls of one conversation running in this adapter now (:meth:`idle`: until none is)."""
+
+    __slots__ = ("count", "event")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event: anyio.Event | None = None
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count == 0 and self.event is not None:
+            self.event.set()
+            self.event = None
+
+    async def idle(self) -> None:
+        while self.count > 0:
+            if self.event is None:
+                self.event = anyio.Event()
+            await self.event.wait()
 
 
 def governed_tools(
