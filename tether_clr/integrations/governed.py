@@ -54,10 +54,12 @@ How the two approval styles use it:
   which parks the call, then ``resume`` with that decision); a call the framework
   rejected never reaches the adapter;
 * suspended INSIDE the tool (LangGraph's ``interrupt()``): the tool calls
-  :meth:`run`; a call in :attr:`GovernedBatch.asked` calls ``interrupt(...)``
-  with the request; re-run with ``Command(resume=...)``, the tool finds the
-  call in :attr:`parked` (logged) and calls :meth:`resume`, or (not logged)
-  calls :meth:`run_decided` with the decision and the fingerprint it was shown.
+  :meth:`run` (logged: :meth:`approval_request` first, so nothing parks); a call
+  whose approval is asked calls ``interrupt(...)`` with the request; re-run with
+  ``Command(resume=...)``, it asks again (no body), ``interrupt()`` returns the
+  answer, and :meth:`run_decided` runs it with the decision and the fingerprint
+  it was shown (logged: as one turn of the session; the framework's checkpoint,
+  not the log, holds the suspension).
 """
 
 from __future__ import annotations
