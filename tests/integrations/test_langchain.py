@@ -65,7 +65,7 @@ def _registry(ran: list[str] | None = None) -> ToolRegistry:
 
 async def _run(chat: ScriptedChat, adapter: GovernedTools, config: Any = None) -> dict[str, Any]:
     graph = agent_graph(chat, adapter)
-    return await graph.ainvoke({"messages": [("user", "go")]}, config or thread())  # type: ignore[no-any-return]
+    return await graph.ainvoke({"messages": [("user", "go")]}, config or thread())
 
 
 async def test_a_python_tool_runs_through_the_pipeline_and_its_result_reaches_the_model() -> None:
@@ -154,7 +154,8 @@ async def test_identity_comes_from_the_host_exactly_once_and_a_failing_context_f
     def broken(config: Any) -> RequestContext:
         raise KeyError("tenant")
 
-    for context_for in (broken, lambda config: "acme"):
+    not_a_context: Any = lambda config: "acme"
+    for context_for in (broken, not_a_context):
         with pytest.raises(IdentityError):
             await _run(ScriptedChat.of("done"), GovernedTools(registry, context_for=context_for))
 
@@ -269,8 +270,8 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
     await graph.ainvoke(Command(resume=approve(first["__interrupt__"][0].value)), thread())
     events = await session_store.events("s1")
     assert log_violations(events) == []
-    assert sorted(e.call_id for e in events if e.kind == "tool/call") == ["c1", "c2", "c3", "c4"]
-    assert sorted(e.call_id for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4"]
+    assert sorted(str(e.call_id) for e in events if e.kind == "tool/call") == ["c1", "c2", "c3", "c4"]
+    assert sorted(str(e.call_id) for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4"]
     assert len([e for e in events if e.kind == "turn/start"]) == 4  # each call its own one-call batch, one turn each
     assert ran == ["add 1 2", "refund A7"]
 
