@@ -204,6 +204,7 @@ EXPECTED: dict[str, list[Line]] = {
     "docs/csharp-tools.md::Describing a Python tool::0": list(_text_block(DOCS / "csharp-tools.md", "Describing a Python tool")),
     "docs/integrations.md::pydantic-ai::0": list(_text_block(DOCS / "integrations.md", "pydantic-ai")),
     "docs/integrations.md::OpenAI Agents SDK::0": list(_text_block(DOCS / "integrations.md", "OpenAI Agents SDK")),
+    "docs/integrations.md::LangChain / LangGraph::0": list(_text_block(DOCS / "integrations.md", "LangChain / LangGraph")),
     "docs/pipeline.md::Timeouts and retries::0": [
         "c1 None None 2 101.5", "c2 ABORTED timeout 1 {'message': 'timed out after 0.1 s'}", "abandoned: 0",
     ],

@@ -54,10 +54,12 @@ How the two approval styles use it:
   which parks the call, then ``resume`` with that decision); a call the framework
   rejected never reaches the adapter;
 * suspended INSIDE the tool (LangGraph's ``interrupt()``): the tool calls
-  :meth:`run`; a call in :attr:`GovernedBatch.asked` calls ``interrupt(...)``
-  with the request; re-run with ``Command(resume=...)``, the tool finds the
-  call in :attr:`parked` (logged) and calls :meth:`resume`, or (not logged)
-  calls :meth:`run_decided` with the decision and the fingerprint it was shown.
+  :meth:`run` (logged: :meth:`approval_request` first, so nothing parks); a call
+  whose approval is asked calls ``interrupt(...)`` with the request; re-run with
+  ``Command(resume=...)``, it asks again (no body), ``interrupt()`` returns the
+  answer, and :meth:`run_decided` runs it with the decision and the fingerprint
+  it was shown (logged: as one turn of the session; the framework's checkpoint,
+  not the log, holds the suspension).
 """
 
 from __future__ import annotations
@@ -280,14 +282,38 @@ class GovernedCalls:
         return batch
 
     async def run_decided(self, call: ToolCall, decision: Decision | None, assembly: ToolAssembly) -> ToolExecutionOutcome:
-        """Not logged: run ``call`` again with the framework's ``decision`` (``(APPROVED|REJECTED, fingerprint)``).
+        """Run ``call`` again with the framework's ``decision`` (``(APPROVED|REJECTED, fingerprint)``).
 
         The decision applies only when the pipeline's fingerprint of the call equals
         the decided one (else DENIED ``approval_mismatch``); ``None`` fails closed (DENIED).
+        Logged (``store=``): the call is one turn of the session, like :meth:`run`'s batches, but
+        nothing parks (the decision is known): for a framework whose own checkpoint holds the
+        suspension (LangGraph's ``interrupt()``), so the log holds the call once, when decided.
         """
         approvals = BoundApprovals({} if decision is None else {call.call_id: decision})
-        (outcome,) = await self.registry.execute_batch([call], assembly, 1, approval=approvals)
+        if self.store is None:
+            (outcome,) = await self.registry.execute_batch([call], assembly, 1, approval=approvals)
+        else:
+            outcome = await self._run_decided_logged(call, assembly, approvals)
         return _mismatched(outcome) if call.call_id in approvals.mismatched else outcome
+
+    async def _run_decided_logged(self, call: ToolCall, assembly: ToolAssembly, approvals: BoundApprovals
+                                  ) -> ToolExecutionOutcome:
+        store, session_id = self.store, self.session_id
+        assert store is not None and session_id is not None
+        async with self._lock:
+            if self.parked:
+                raise RuntimeError(f"session {session_id!r} has a parked step: resume it before running another batch")
+            turn = await store.begin_turn(session_id)
+            sink = store.sink(session_id, turn, 1)
+            result = await self.registry.execute_batch([call], assembly, 1, sink, approval=approvals)
+            if isinstance(result, BatchSuspended):  # BoundApprovals never defers: a listener's own suspension
+                self._suspended_turn = turn
+                self._suspended([call], result)
+                raise RuntimeError(f"call {call.call_id!r} parked although its approval was decided")
+            await store.end_turn(session_id, turn)
+            (outcome,) = result
+            return outcome
 
     async def resume(self, decisions: Mapping[str, Decision], assembly: ToolAssembly) -> GovernedBatch:
         """Logged: continue the parked step with the framework's decisions, by call id.
