@@ -36,7 +36,7 @@ import os
 import platform
 import statistics
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from _frameworks import RAW, Invoke, echo, langgraph_invoker, openai_invoker, pydantic_ai_invoker  # noqa: E402
 from _report import Timer, add_write_docs_flag, machine_line, table, versions, write_docs_section  # noqa: E402
 
 from tether_clr import (  # noqa: E402
@@ -56,17 +57,8 @@ from tether_clr import (  # noqa: E402
     ToolRegistry,
 )
 
-RAW = '{"text": "hi"}'
 PEER_PACKAGES = ("openai-agents", "langgraph", "langchain-core", "mcp", "semantic-kernel", "pydantic-ai-slim")
 SECTION = "peers"
-
-
-async def echo(text: str) -> str:
-    """Echo the text."""
-    return text
-
-
-Invoke = Callable[[], Awaitable[object]]
 
 
 @dataclass
@@ -129,16 +121,11 @@ def add_floors(suite: Suite) -> None:
 # ------------------------------------------------------------------- peers
 def add_openai(suite: Suite) -> None:
     from agents import function_tool
-    from agents.tool_context import ToolContext
 
-    tool = function_tool(echo)
-    context = ToolContext(context=None, tool_name="echo", tool_call_id="c1", tool_arguments=RAW)
-
-    async def one() -> object:
-        return await tool.on_invoke_tool(context, RAW)
+    one = openai_invoker(function_tool(echo))
 
     async def gathered() -> object:
-        return await asyncio.gather(*[tool.on_invoke_tool(context, RAW) for _ in range(100)])
+        return await asyncio.gather(*[one() for _ in range(100)])
 
     does = "parse + validate (pydantic), call, failures to an error string for the model"
     suite.add("openai", "OpenAI Agents `FunctionTool.on_invoke_tool`", does, one)
@@ -179,40 +166,16 @@ def add_semantic_kernel(suite: Suite) -> None:
 
 
 def add_langgraph(suite: Suite) -> None:
-    from langchain_core.messages import AIMessage
     from langchain_core.tools import tool
-    from langgraph.prebuilt import ToolNode
-    from langgraph.runtime import Runtime
 
-    node = ToolNode([tool(echo)])
-    state = {"messages": [AIMessage(content="", tool_calls=[{"name": "echo", "args": json.loads(RAW), "id": "c1"}])]}
-    # What a graph would inject: ToolNode reads its Runtime from the config (the key is langgraph's CONFIG_KEY_RUNTIME).
-    config: Any = {"configurable": {"__pregel_runtime": Runtime()}}
-
-    async def one() -> object:
-        return await node.ainvoke(state, config)
-
+    one = langgraph_invoker([tool(echo)])
     suite.add("langgraph", "LangGraph `ToolNode.ainvoke`", "runnable config + callbacks, validate (pydantic), call, `ToolMessage` (args arrive parsed)", one)
 
 
 def add_pydantic_ai(suite: Suite) -> None:
-    from pydantic_ai import RunContext
-    from pydantic_ai.messages import ToolCallPart
-    from pydantic_ai.models.test import TestModel
-    from pydantic_ai.tool_manager import ToolManager
     from pydantic_ai.toolsets import FunctionToolset
-    from pydantic_ai.usage import RunUsage
 
-    manager: Any = None
-    part = ToolCallPart("echo", RAW, tool_call_id="c1")
-
-    async def one() -> object:
-        nonlocal manager
-        if manager is None:  # built inside the event loop, once
-            context = RunContext(deps=None, model=TestModel(), usage=RunUsage())
-            manager = await ToolManager(toolset=FunctionToolset([echo])).for_run_step(context)
-        return await manager.handle_call(part)
-
+    one = pydantic_ai_invoker(FunctionToolset([echo]))
     suite.add("pydantic_ai", "pydantic-ai `ToolManager.handle_call`", "validate JSON (pydantic-core), capability hooks, retries bookkeeping, call", one)
 
 

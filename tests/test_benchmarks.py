@@ -126,3 +126,15 @@ def test_mcp_concurrency_benchmark_serves_with_and_without_the_session_log_and_r
     assert done.returncode == 0, done.stderr
     for row in ("| without --db |", "| --db on PostgreSQL |", "`--db` on PostgreSQL / without:", "target at most 1.5x"):
         assert row in done.stdout, row
+
+
+def test_integrations_benchmark_reports_plain_governed_and_pipeline_rows_per_framework() -> None:
+    for framework in ("pydantic_ai", "agents", "langgraph"):
+        pytest.importorskip(framework, reason="the framework adapters need their extras")
+    command = [sys.executable, str(ROOT / "benchmarks" / "integrations.py"), "--quick", "--rounds", "1", "--min-round", "0.002"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    for row in ("| pydantic-ai `ToolManager.handle_call` |", "| OpenAI Agents SDK `FunctionTool.on_invoke_tool` |",
+                "| LangChain / LangGraph `ToolNode.ainvoke` |", "`Agent.get_all_tools`", "`ToolManager.for_run_step`",
+                "`GovernedTools.tools(config, messages)`", "Target of issue 30"):
+        assert row in done.stdout, row

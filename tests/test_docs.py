@@ -93,7 +93,7 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
 def test_the_benchmark_sections_live_in_docs_benchmarks() -> None:
     scripts = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "benchmarks").glob("*.py"))
     sections = set(re.findall(r'publish\("(\w+)"', scripts)) | set(re.findall(r'^SECTION = "(\w+)"', scripts, re.M))
-    assert sections == {"pipeline", "catalog", "stores", "clr", "peers", "mcp", "telemetry", "control", "mcp_exit"}
+    assert sections == {"pipeline", "catalog", "stores", "clr", "peers", "mcp", "telemetry", "control", "mcp_exit", "integrations"}
     page = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
     readme = README.read_text(encoding="utf-8")
     for name in sections:

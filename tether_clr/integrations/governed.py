@@ -70,6 +70,7 @@ from typing import Any
 
 import anyio
 
+from tether_clr.catalog.reuse import keepable, reused
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.integrations.approvals import (
     MISMATCH_MESSAGE,
@@ -165,6 +166,7 @@ class GovernedCalls:
         self._suspended_turn: int | None = None
         self._lock = anyio.Lock()
         self._scopes: dict[tuple[str, str], AgentPipelineScope] = {}
+        self._assemblies: dict[tuple[int, str, str], ToolAssembly] = {}
 
     # ------------------------------------------------------------ identity and offer
     @property
@@ -197,7 +199,7 @@ class GovernedCalls:
         """The step's assembly for who is asking, with the deferred tools ``loaded`` (names no longer visible are
         skipped); ``conversation``: the framework's id of the conversation (see :meth:`scope_for`)."""
         context = self.context_of(run_context)
-        assembly = self.registry.assemble(context, self.scope_for(context, conversation))
+        assembly = self.assembly_for(context, self.scope_for(context, conversation))
         names = [name for name in loaded if isinstance(name, str)]
         if names and assembly.deferred:
             for name in names:
@@ -205,6 +207,26 @@ class GovernedCalls:
                     assembly = assembly.with_loaded([name])
                 except LookupError:
                     continue  # no longer visible to this caller: nothing to load
+        return assembly
+
+    def assembly_for(self, context: RequestContext, scope: AgentPipelineScope | None) -> ToolAssembly:
+        """``registry.assemble(context, scope)``, or the last one this core made for that identity and scope
+        when it is exactly what assembling now would give (:mod:`tether_clr.catalog.reuse`: the same
+        registry and policy revisions, no feature flag or deny rule took part, no live scope authority),
+        rebound to ``context``. Adapters ask per call and per step: this keeps that cheap while every
+        catalog change (a tool disabled, re-versioned, a pin, a kill switch) is seen at once."""
+        registry = self.registry
+        key = (id(scope), context.tenant_id, context.principal_id)
+        found = reused(self._assemblies.get(key), context, scope, registry.revision, registry.policy_revision)
+        if found is not None:
+            return found
+        assembly = registry.assemble(context, scope)
+        if keepable(assembly, registry.authority):
+            if len(self._assemblies) >= 256 and key not in self._assemblies:
+                self._assemblies.pop(next(iter(self._assemblies)))
+            self._assemblies[key] = assembly  # holds its scope: the id in the key stays that scope's
+        else:
+            self._assemblies.pop(key, None)
         return assembly
 
     def may_require_approval(self, assembly: ToolAssembly, name: str) -> bool:

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_type_hints
 
 import anyio
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -357,8 +357,9 @@ def _message(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> ToolMessa
 
 def _content(outcome: ToolExecutionOutcome) -> str | list[str | dict[Any, Any]]:
     """An outcome's content as LangChain message content: its text, or text and image blocks."""
-    texts = [part.text for part in outcome.content if isinstance(part, TextPart)]
-    images = [part for part in outcome.content if isinstance(part, ImagePart)]
+    content = outcome.content  # made on each read: read once
+    texts = [part.text for part in content if isinstance(part, TextPart)]
+    images = [part for part in content if isinstance(part, ImagePart)]
     if not images:
         return "\n".join(texts)
     blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": text} for text in texts]
@@ -403,3 +404,6 @@ def _deferred_tools(assembly: ToolAssembly) -> list[Any]:
 
 
 GovernedTool.model_rebuild()
+# LangChain reads ``_arun``'s type hints on every call (to find the RunnableConfig parameter): resolved
+# here once, so that it does not evaluate this module's string annotations (``from __future__``) per call.
+GovernedTool._arun.__annotations__ = get_type_hints(GovernedTool._arun)

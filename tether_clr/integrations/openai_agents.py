@@ -262,8 +262,9 @@ class GovernedAgentTools:
         for name in loaded_names(outcome, assembly):
             if name not in self.loaded:
                 self.loaded.append(name)
-        text = "\n".join(part.text for part in outcome.content if isinstance(part, TextPart))
-        images = [part for part in outcome.content if isinstance(part, ImagePart)]
+        content = outcome.content  # made on each read: read once
+        text = "\n".join(part.text for part in content if isinstance(part, TextPart))
+        images = [part for part in content if isinstance(part, ImagePart)]
         if not images:
             return text
         return [ToolOutputText(text=text), *(ToolOutputImage(image_url=_data_url(image)) for image in images)]

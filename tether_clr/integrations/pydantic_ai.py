@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, ToolFailed
 from pydantic_ai.messages import (
@@ -80,13 +81,37 @@ class GovernedTool(ToolsetTool[Any]):
     offered: frozenset[str]
 
 
+class _Done:
+    """Set once by the call that runs the batch; its siblings wait. The ``anyio.Event`` is made only when
+    a sibling waits before it is set: a turn of one call (the common case) never makes one."""
+
+    __slots__ = ("_event", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: anyio.Event | None = None
+
+    def set(self) -> None:
+        self._set = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        if self._set:
+            await anyio.lowlevel.checkpoint()  # as an already set Event's wait: still a checkpoint
+            return
+        if self._event is None:
+            self._event = anyio.Event()
+        await self._event.wait()
+
+
 class _Turn:
     """One model response's calls of this toolset: run once, answered by each ``call_tool``."""
 
     def __init__(self, calls: list[ToolCall]) -> None:
         self.calls = calls
         self.ids = frozenset(call.call_id for call in calls)
-        self.done = anyio.Event()
+        self.done = _Done()
         self.batch: GovernedBatch | None = None
         self.error: BaseException | None = None
         self.answered: set[str] = set()
@@ -324,8 +349,9 @@ def _answer(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> Any:
         if outcome.failure.code is ToolFailureCodes.INVALID_ARGS:
             raise ModelRetry(failure_text(outcome))
         raise ToolFailed(failure_text(outcome))
-    texts = [part.text for part in outcome.content if isinstance(part, TextPart)]
-    images = [BinaryContent(part.data, media_type=part.mime_type) for part in outcome.content if isinstance(part, ImagePart)]
+    content = outcome.content  # made on each read: read once
+    texts = [part.text for part in content if isinstance(part, TextPart)]
+    images = [BinaryContent(part.data, media_type=part.mime_type) for part in content if isinstance(part, ImagePart)]
     loaded = loaded_names(outcome, assembly)
     if not images and not loaded:
         return "\n".join(texts)

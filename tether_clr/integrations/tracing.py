@@ -12,16 +12,15 @@ the context managers do nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 __all__ = ["adopted_spans", "approvals_captured", "span_to_adopt"]
 
 
-@contextmanager
-def _nothing(*_: Any) -> Iterator[None]:
-    yield
+_NOTHING: AbstractContextManager[None] = nullcontext()
+"""Entered for batches with nothing to adopt (a nullcontext is reusable: one for every batch)."""
 
 
 try:
@@ -41,10 +40,10 @@ def span_to_adopt(call_id: str | None = None) -> Any | None:
 def adopted_spans(spans: Mapping[str, Any]) -> AbstractContextManager[None]:
     """Batches started inside adopt ``spans[call_id]`` (from :func:`span_to_adopt`); nothing without spans."""
     if not spans or _adopted_spans is None:
-        return _nothing()
+        return _NOTHING
     return _adopted_spans(spans)
 
 
 def approvals_captured() -> AbstractContextManager[None]:
     """Batches started inside capture approvals (a call refused at the approval stage was asked, not denied)."""
-    return _nothing() if _approvals_captured is None else _approvals_captured()
+    return _NOTHING if _approvals_captured is None else _approvals_captured()

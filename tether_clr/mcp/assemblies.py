@@ -30,10 +30,9 @@ has its own scope and connection, so each is assembled afresh.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-from tether_clr.catalog.authority import Authority
+from tether_clr.catalog.reuse import authority_is_live, keepable, reused
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
@@ -44,26 +43,6 @@ __all__ = ["assembly_for", "authority_is_live"]
 _ASSEMBLY_KEY = "tether_clr.mcp.assembly"
 
 
-def authority_is_live(authority: Authority | None) -> bool:
-    """Whether an assembly asks ``authority`` (a synchronous one, or one that is not plainly a coroutine
-    function): its answer may change between two requests with nothing else changing."""
-    if authority is None:
-        return False
-    return not (inspect.iscoroutinefunction(authority) or inspect.iscoroutinefunction(getattr(authority, "__call__", None)))
-
-
-def _same_identity(a: RequestContext, b: RequestContext) -> bool:
-    return (
-        a.tenant_id == b.tenant_id
-        and a.principal_id == b.principal_id
-        and a.scopes == b.scopes
-        and a.environment == b.environment
-        and a.region == b.region
-        and a.agent_id == b.agent_id
-        and a.agent_version == b.agent_version
-    )
-
-
 def assembly_for(
     registry: ToolRegistry, state: dict[str, Any] | None, context: RequestContext, scope: AgentPipelineScope | None
 ) -> ToolAssembly:
@@ -71,16 +50,13 @@ def assembly_for(
     ``None`` when there is none to keep it in) when it is exact (see the module), else a new one."""
     if state is not None:
         kept = state.get(_ASSEMBLY_KEY)
-        if isinstance(kept, ToolAssembly) and (
-            kept.scope is scope
-            and kept.registry_revision == registry.revision
-            and kept.policy_revision == registry.policy_revision
-            and _same_identity(kept.context, context)
-        ):  # the authority was not live when it was kept, and replacing it bumps the revisions
-            return kept.for_request(context)
+        found = reused(kept if isinstance(kept, ToolAssembly) else None, context, scope, registry.revision,
+                       registry.policy_revision)  # the authority was not live when it was kept
+        if found is not None:
+            return found
     assembly = registry.assemble(context, scope)
     if state is not None:
-        if assembly.reusable and not authority_is_live(registry.authority):
+        if keepable(assembly, registry.authority):
             state[_ASSEMBLY_KEY] = assembly
         else:
             state.pop(_ASSEMBLY_KEY, None)

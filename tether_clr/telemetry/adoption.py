@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextvars
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -82,19 +82,29 @@ def adopted_spans(spans: Mapping[str, Span]) -> Iterator[None]:
         _adoption.reset(token)
 
 
-@contextmanager
-def approvals_captured() -> Iterator[None]:
+_CAPTURED = Adoption(_NONE.spans, True)
+
+
+class _Captured:
+    """The context manager :func:`approvals_captured` returns (a class: adapters enter one per batch)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        current = _adoption.get()
+        self._token = _adoption.set(_CAPTURED if current is _NONE else Adoption(current.spans, True))
+
+    def __exit__(self, *_: object) -> None:
+        _adoption.reset(self._token)
+
+
+def approvals_captured() -> AbstractContextManager[None]:
     """Batches started inside capture approvals: a call refused at the approval stage was asked, not denied.
 
     Its span (adopted or its own) gets ``tether.stage = "approval"`` and ``tether.approval.asked = true``,
     and no ``error.type`` nor error status; its metrics are unchanged.
     """
-    current = _adoption.get()
-    token = _adoption.set(Adoption(current.spans, True))
-    try:
-        yield
-    finally:
-        _adoption.reset(token)
+    return _Captured()
 
 
 def span_to_adopt(call_id: str | None = None) -> Span | None:
