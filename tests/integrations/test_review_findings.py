@@ -224,9 +224,6 @@ async def test_langgraph_a_resume_in_another_process_never_runs_a_sibling_body_t
 
 
 # ---------------------------------------------------------------------------------------------- OpenAI Agents SDK
-@pytest.mark.xfail(strict=True, reason="review: openai_agents.py:210 keeps the asked approval only in memory; a "
-                   "RunState resumed by another tool list (another process) ends DENIED approval_mismatch ('given "
-                   "for other arguments', which is false) although the approver approved exactly these arguments")
 async def test_agents_a_run_state_resumed_in_another_process_runs_the_approved_call() -> None:
     ran: list[str] = []
     registry = _registry(ran)

@@ -81,6 +81,8 @@ __all__ = ["GovernedAgentTools", "governed_tools"]
 _UNSET: Any = object()
 METADATA_KEY = "tether_clr"
 NOT_ASKED_REASON = "approval_not_asked"
+UNKNOWN_REASON = "approval_unknown"
+"""The DENIED reason of a call the SDK reports approved whose shown arguments the adapter cannot read."""
 """The DENIED reason of a call the pipeline asks approval for, invoked by the SDK without asking."""
 
 
@@ -208,6 +210,16 @@ class GovernedAgentTools:
         call = ToolCall(context.tool_call_id, name, arguments)
         assembly = self.assemble(context.context)
         asked = self.asked.pop(call.call_id, None)
+        if asked is None and _approved_for_this_call(context, call.call_id):
+            # Approved per call by a human who was shown the RunState's interruption item, but this
+            # instance did not ask (a state resumed by another tool list or process, or an evicted
+            # entry): bind to the arguments of that item (the SDK's raw tool call), asked again.
+            shown = _shown_arguments(context, call.call_id)
+            if shown is None:
+                return self.answer(self._unknown(call), assembly)
+            # None: the pipeline asks nothing for those arguments now; the call runs as any other (and if
+            # the arguments it runs with need approval, the approval was for others: approval_mismatch)
+            asked = await self.core.approval_request(ToolCall(call.call_id, name, shown), assembly)
         approved = asked is not None and context.is_tool_approved(name, call.call_id) is True
         decided = (ApprovalResult.APPROVED, asked.fingerprint) if approved and asked is not None else None
         if not self.core.logged:
@@ -225,6 +237,14 @@ class GovernedAgentTools:
                     batch = await self.core.resume({} if decided is None else {call.call_id: decided}, assembly)
             outcome = self._only(batch, call, context)
         return self.answer(outcome, assembly)
+
+    @staticmethod
+    def _unknown(call: ToolCall) -> ToolExecutionOutcome:
+        return ToolExecutionOutcome.failed(
+            call.call_id, call.name, ToolFailureCodes.DENIED,
+            "the SDK reports this call approved, but the arguments the approver was shown are not available "
+            "to bind the approval to: ask again", UNKNOWN_REASON,
+        )
 
     @staticmethod
     def _only(batch: GovernedBatch, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionOutcome:
@@ -268,6 +288,33 @@ class GovernedAgentTools:
         if not images:
             return text
         return [ToolOutputText(text=text), *(ToolOutputImage(image_url=_data_url(image)) for image in images)]
+
+
+def _approved_for_this_call(context: RunContextWrapper[Any], call_id: str) -> bool:
+    """Whether the SDK holds an approval of exactly this call id (``RunState.approve(item)`` of its
+    interruption item), not a sticky one (``always_approve=True``, given while another call was shown).
+
+    Reads the SDK's approval records (``RunContextWrapper._approvals``, openai-agents 0.24: a per-call
+    approval is a list of call ids); a record this code cannot read counts as no per-call approval, so
+    the call fails closed rather than run."""
+    records = getattr(context, "_approvals", None)
+    if not isinstance(records, dict):
+        return False
+    for record in records.values():
+        approved = getattr(record, "approved", None)
+        if isinstance(approved, list) and call_id in approved:
+            return True
+    return False
+
+
+def _shown_arguments(context: ToolContext[Any], call_id: str) -> str | None:
+    """The raw arguments of the SDK's record of the call (``ToolContext.tool_call``: the item of the
+    RunState's interruption that the approver was shown), or None when the SDK gives none for this id."""
+    raw = context.tool_call
+    arguments = getattr(raw, "arguments", None)
+    if raw is None or getattr(raw, "call_id", None) != call_id or not isinstance(arguments, str):
+        return None
+    return arguments
 
 
 def _data_url(image: ImagePart) -> str:
