@@ -101,11 +101,18 @@ class GovernedAgentTools:
     build it yourself to keep the state at hand.
     """
 
+    max_asked = 1024
+    """At most this many undecided approvals are kept in :attr:`asked` (the oldest go first). An evicted one
+    is never approved by default: an approved call missing there is bound again to the arguments of the
+    SDK's record of the call; a rejected one is not recorded in the log."""
+
     def __init__(self, core: GovernedCalls, conversation: str) -> None:
         self.core = core
         self.conversation = conversation
         self.loaded: list[str] = []
         self.asked: dict[str, PendingApproval] = {}
+        self.asked_tools: set[str] = set()
+        """The tools this instance asked an approval for (bounded by the tool list)."""
         self.tools: list[FunctionTool] = []
         self._built: dict[str, str] = {}
         self._offer: tuple[str, frozenset[str], dict[str, str]] | None = None
@@ -178,7 +185,11 @@ class GovernedAgentTools:
         request = await self.core.approval_request(ToolCall(call_id, name, json.dumps(params)), assembly)
         if request is None:
             return False
-        self.asked[call_id] = request
+        self.asked_tools.add(name)
+        self.asked.pop(call_id, None)
+        self.asked[call_id] = request  # newest last: the bound evicts the oldest (a run abandoned at its interruption)
+        while len(self.asked) > self.max_asked:
+            self.asked.pop(next(iter(self.asked)))
         return True
 
     async def settle(self, run_context: RunContextWrapper[Any]) -> None:
@@ -231,10 +242,11 @@ class GovernedAgentTools:
             async with self._logged:
                 batch = await self.core.run([call], assembly)
                 if call.call_id in batch.asked:  # parked: the SDK's decision resumes the step
-                    if decided is None and context.is_tool_approved(name, call.call_id) is True:
-                        decided = (ApprovalResult.APPROVED, "given-for-another-call")  # sticky: approval_mismatch
-                    # never asked through needs_approval and not approved: no decision, fails closed (DENIED)
+                    # no decision (never asked through needs_approval, or a sticky approval): fails closed,
+                    # DENIED in the log; the model is told why below
                     batch = await self.core.resume({} if decided is None else {call.call_id: decided}, assembly)
+                    if decided is None:
+                        batch.outcomes.pop(call.call_id, None)
             outcome = self._only(batch, call, context)
         return self.answer(outcome, assembly)
 
@@ -242,19 +254,23 @@ class GovernedAgentTools:
     def _unknown(call: ToolCall) -> ToolExecutionOutcome:
         return ToolExecutionOutcome.failed(
             call.call_id, call.name, ToolFailureCodes.DENIED,
-            "the SDK reports this call approved, but the arguments the approver was shown are not available "
-            "to bind the approval to: ask again", UNKNOWN_REASON,
+            "the SDK reports this call approved, but this tool list cannot tell which arguments the approver "
+            "was shown (an approval for the whole tool, or a call without its arguments): approve this call "
+            "by itself", UNKNOWN_REASON,
         )
 
-    @staticmethod
-    def _only(batch: GovernedBatch, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionOutcome:
+    def _only(self, batch: GovernedBatch, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionOutcome:
         outcome = batch.outcomes.get(call.call_id)
         if outcome is not None:
             return outcome
         # The pipeline asks approval for a call the SDK invoked without asking through this adapter's
-        # needs_approval: the body did not run. An SDK approval that covers it (a sticky one, given for
-        # another call) was given for other arguments and does not apply.
+        # needs_approval: the body did not run. An SDK approval that covers it is a sticky one
+        # (always_approve=True) or one for other arguments: it does not apply. When this instance asked
+        # about the tool, it was given for another call (approval_mismatch); else (a state resumed by
+        # another tool list) the adapter cannot tell which call the approver saw (approval_unknown).
         if context.is_tool_approved(call.name, call.call_id) is True:
+            if call.name not in self.asked_tools and not _approved_for_this_call(context, call.call_id):
+                return self._unknown(call)
             return ToolExecutionOutcome.failed(call.call_id, call.name, ToolFailureCodes.DENIED, MISMATCH_MESSAGE,
                                                MISMATCH_REASON)
         return ToolExecutionOutcome.failed(
