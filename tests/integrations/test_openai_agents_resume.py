@@ -30,6 +30,7 @@ from tether_clr.integrations import GovernedCalls
 from tether_clr.integrations.openai_agents import GovernedAgentTools, governed_tools
 
 from tests.integrations.scripted_agents import ScriptedModel, call
+from tests.support.session_stores import open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -61,15 +62,16 @@ async def _restored(saved: str, tools: list[Any], model: ScriptedModel) -> tuple
 
 
 async def test_a_run_state_resumed_in_another_process_with_a_store_runs_the_approved_call_once_and_logs_it(
-    tmp_path: Path,
+    session_store_kind: str, session_store_location: str,
 ) -> None:
+    """Each process opens the store itself (SQLite file, or PostgreSQL with ``$TETHER_POSTGRES_DSN``)."""
     ran: list[str] = []
     model = ScriptedModel([call("refund", {"order": "A7"}, "c1")], "finished")
-    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+    with open_store(session_store_kind, session_store_location) as store:
         tools = governed_tools(_registry(ran), context=ACME, store=store, session_id="s1")
         first = await Runner.run(Agent(name="a", model=model, tools=tools), "refund", run_config=QUIET)
         saved = first.to_state().to_json()
-    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:  # another process: new store, registry, tools
+    with open_store(session_store_kind, session_store_location) as store:  # another process: store, registry, tools
         tools = governed_tools(_registry(ran), context=ACME, store=store, session_id="s1")
         agent, state = await _restored(saved, tools, model)
         for item in state.get_interruptions():

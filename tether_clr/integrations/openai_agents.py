@@ -35,18 +35,30 @@ Needs ``openai-agents`` (the ``openai-agents`` extra); built on
   answers with ``state = result.to_state()``, ``state.approve(item)`` or
   ``state.reject(item)``, and ``Runner.run(agent, state)``. An approved call
   reaches ``on_invoke_tool`` and the pipeline gets ``APPROVED`` bound to the
-  fingerprint of the arguments it was asked about (the adapter keeps it by call
-  id): a call the SDK invokes without this adapter having asked about it (a
-  sticky ``always_approve=True`` covering a later call with other arguments, or
-  a state resumed by another adapter instance) is DENIED ``approval_mismatch``.
+  fingerprint of the arguments the approver was shown: the request this instance
+  asked, kept by call id (:attr:`GovernedAgentTools.asked`, bounded by
+  ``max_asked``). A state resumed by another tool list (another process:
+  ``RunState.to_json`` / ``from_json``), or whose request was evicted, is bound
+  again: for a call the SDK holds approved by itself, the pipeline is asked about
+  the arguments of the SDK's record of the call (``ToolContext.tool_call``, the
+  interruption item's raw call) and the approval is bound to that fingerprint.
+  What cannot be bound fails closed with a truthful reason: a sticky
+  ``always_approve=True`` covering a call this instance did not ask about is
+  DENIED ``approval_mismatch`` when it asked about the tool for another call, else
+  ``approval_unknown`` (as is an approved call without the SDK's record of its
+  arguments); a call nobody was asked about is DENIED ``approval_not_asked``.
   A rejected call never reaches ``on_invoke_tool``; the SDK sends the model its
   rejection message.
 * **The session log** (``store=`` and ``session_id=``): every invoked call is
   one turn; an approved call is parked and resumed with the decision in that
-  turn, under a lock, so the SDK's concurrent calls are logged one after the other. A rejected call is recorded when the adapter next sees the run context
-  (the next step's ``is_enabled``, before the model is asked again): it is
-  parked and resumed ``REJECTED`` (DENIED, no body), if the pipeline still asks
-  approval for it.
+  turn, under a lock, so the SDK's concurrent calls are logged one after the
+  other. A pending call is in the log only once invoked: until then the SDK's
+  RunState holds it. A rejected call is recorded when this instance next sees the
+  run context (the next step's ``is_enabled``, or another call's invocation):
+  it is parked and resumed ``REJECTED`` (DENIED, no body), if the pipeline still
+  asks approval for it. Not recorded: a rejection answered in a state resumed by
+  another instance, or whose request was evicted (the SDK gives a tool no
+  arguments of a call it rejected), or with no later step.
 """
 
 from __future__ import annotations
