@@ -56,7 +56,7 @@ def _registry(ran: list[str]) -> ToolRegistry:
     return registry
 
 
-async def _restored(saved: str, tools: list[Any], model: ScriptedModel) -> tuple[Agent[Any], RunState[Any, Any]]:
+async def _restored(saved: dict[str, Any], tools: list[Any], model: ScriptedModel) -> tuple[Agent[Any], RunState[Any, Any]]:
     agent = Agent(name="a", model=model, tools=tools)
     return agent, await RunState.from_json(agent, saved)
 
@@ -141,7 +141,7 @@ async def test_the_asked_approvals_kept_are_bounded_and_an_evicted_one_is_bound_
     adapter = GovernedAgentTools(GovernedCalls(_registry(ran), context=ACME, **options), "conversation-1")
     adapter.max_asked = 1
     model = ScriptedModel([call("refund", {"order": o}, f"c{o}") for o in ("A7", "B9", "C3")], "finished")
-    agent = Agent(name="a", model=model, tools=adapter.build(None))
+    agent = Agent(name="a", model=model, tools=list[Any](adapter.build(None)))
     first = await Runner.run(agent, "refund", run_config=QUIET)
     assert len(first.interruptions) == 3 and list(adapter.asked) == ["cC3"]  # the two oldest evicted
     state = first.to_state()
