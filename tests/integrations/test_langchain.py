@@ -26,10 +26,11 @@ from tether_clr import (
     log_violations,
 )
 from tether_clr.integrations import IdentityError
-from tether_clr.integrations.langchain import GovernedTools, approve, failure_from, governed_tools, reject
+from tether_clr.integrations.langchain import ASKED_REASON, GovernedTools, approve, failure_from, governed_tools, reject
 from tether_clr.records.outcomes import ToolFailureCodes
 from tether_clr.records.suspension import call_fingerprint
 from tether_clr.recording.session.sql_store import SqlSessionStore
+from tether_clr.recording.session.steps import read_steps
 
 from tests.integrations.lc_scripted import ScriptedChat, agent_graph, call, thread
 
@@ -191,7 +192,12 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_interrupt_
     if store is not None:
         events = await store.events("s1")
         assert log_violations(events) == []
-        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]
+        results = [e for e in events if e.kind == "tool/result"]
+        # the ask is recorded when asked, and its step closed at once; the answer ran as a turn of its own
+        assert [e.call_id for e in results] == ["c1", "c2", "c2"]
+        assert results[1].payload["code"] == "ABORTED_BEFORE_DISPATCH" and ASKED_REASON in results[1].payload["message"]
+        assert [e.call_id for e in events if e.kind == "approval/asked"][:1] == ["c2"]
+        assert read_steps(events).suspended() == [] and all(read_steps(events).turns.values())
         store.close()
 
 
@@ -203,7 +209,7 @@ async def test_an_approval_for_other_arguments_or_without_a_fingerprint_does_not
     first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
     request = first["__interrupt__"][0].value
     answers: dict[str, Any] = {
-        "other arguments": approve({"fingerprint": call_fingerprint("refund", '{"order":"B9"}')}),
+        "other arguments": approve({"call_id": "c1", "fingerprint": call_fingerprint("refund", '{"order":"B9"}')}),
         "a bare True": True,
         "nothing usable": {"approved": "yes"},
     }
@@ -270,9 +276,10 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
     await graph.ainvoke(Command(resume=approve(first["__interrupt__"][0].value)), thread())
     events = await session_store.events("s1")
     assert log_violations(events) == []
-    assert sorted(str(e.call_id) for e in events if e.kind == "tool/call") == ["c1", "c2", "c3", "c4"]
-    assert sorted(str(e.call_id) for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4"]
-    assert len([e for e in events if e.kind == "turn/start"]) == 4  # each call its own one-call batch, one turn each
+    # c4 twice: the turn that recorded its ask (closed at once), then the turn that ran it approved
+    assert sorted(str(e.call_id) for e in events if e.kind == "tool/call") == ["c1", "c2", "c3", "c4", "c4"]
+    assert sorted(str(e.call_id) for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4", "c4"]
+    assert len([e for e in events if e.kind == "turn/start"]) == 5  # each call its own one-call batch, one turn each
     assert ran == ["add 1 2", "refund A7"]
 
 
