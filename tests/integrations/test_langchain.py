@@ -329,3 +329,61 @@ async def test_two_approvals_in_one_tool_node_are_asked_one_resume_at_a_time_and
     assert ran == [approved]
     shown = chat.results()
     assert shown[asked["call_id"]].status == "success" and shown[other["call_id"]].status == "error"
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["no store: the checkpoint", "session store: the log"])
+async def test_a_node_resumed_by_a_new_adapter_never_runs_a_finished_call_or_an_answered_approval_twice(
+    logged: bool, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+    store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
+    options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
+    current = {"adapter": GovernedTools(registry, context=ACME, **options)}
+
+    class Process(GovernedTools):  # whichever process runs the graph now: each resume is a new adapter
+        def __getattribute__(self, name: str) -> Any:
+            return getattr(current["adapter"], name)
+
+    chat = ScriptedChat.of([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2"),
+                            call("refund", {"order": "B9"}, "c3")], "finished")
+    graph = agent_graph(chat, Process(registry, context=ACME))
+    first = await graph.ainvoke({"messages": [("user", "go")]}, thread())
+    asked = first["__interrupt__"][0].value
+    current["adapter"] = GovernedTools(registry, context=ACME, **options)
+    second = await graph.ainvoke(Command(resume=approve(asked)), thread())
+    other = second["__interrupt__"][0].value
+    current["adapter"] = GovernedTools(registry, context=ACME, **options)
+    third = await graph.ainvoke(Command(resume=approve(other)), thread())
+    assert third["messages"][-1].content == "finished"
+    assert sorted(ran) == ["add 1 2", "refund A7", "refund B9"]  # each body once, across three adapters
+    shown = chat.results()
+    assert [shown[c].content for c in ("c1", "c2", "c3")] == ["3", "refunded A7", "refunded B9"]
+    if store is not None:
+        events = await store.events("s1")
+        assert log_violations(events) == [] and read_steps(events).suspended() == []
+        assert sorted(str(e.call_id) for e in events if e.kind == "approval/asked") == ["c2", "c2", "c3", "c3"]
+        store.close()
+
+
+async def test_an_answer_given_for_another_call_fails_closed() -> None:
+    ran: list[str] = []
+    chat = ScriptedChat.of([call("refund", {"order": "A7"}, "c1")], "finished")
+    graph = agent_graph(chat, GovernedTools(_registry(ran), context=ACME))
+    first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
+    request = first["__interrupt__"][0].value
+    await graph.ainvoke(Command(resume=approve({**request, "call_id": "c9"})), thread())  # same arguments, other call
+    shown = chat.results()["c1"]
+    assert ran == [] and shown.status == "error" and str(shown.content).startswith("Error [DENIED]")
+
+
+async def test_a_remembered_result_answers_only_the_identity_that_made_the_call() -> None:
+    ran: list[str] = []
+    adapter = GovernedTools(_registry(ran), context_for=lambda config: config["configurable"]["who"])
+    bob = RequestContext("acme", "bob")
+    tool_call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1", "type": "tool_call"}
+    for who in (ACME, ACME, bob):
+        config = thread(who=who)
+        (tool,) = [t for t in adapter.runnable_tools(config) if t.name == "add"]
+        await tool.ainvoke(tool_call, config)
+    assert ran == ["add 1 2", "add 1 2"]  # alice's repeat is answered from her result; bob's call is his own

@@ -205,30 +205,32 @@ class GovernedTools:
         key = None if thread is None or direct else (thread, context.tenant_id, context.principal_id, call.call_id, name, text)
         configurable = config.get("configurable") if isinstance(config, Mapping) else None
         resuming = isinstance(configurable, Mapping) and configurable.get(_RESUMING) is True
-        recorded = False  # logged: whether the log already records this call's ask (not again on a re-run)
-        if key is not None:
-            done = self._done.get(key)
-            recorded = key in self._asked
-            if done is None and resuming and self.core.logged and not recorded:
-                # another process (or adapter) may have run it, or recorded its ask, before the interrupt
-                done, recorded = await self._from_log(call, assembly)
-            if done is not None:
-                # A resumed node runs its calls again: the call already ended. One that was approved asks
-                # interrupt() again so that LangGraph's resume values keep matching the node's interrupts in order.
-                message, asked = done
-                if asked is not None:
-                    interrupt(asked)
-                return message
         running = self._running.get(thread)
         if running is None:
             if len(self._running) >= _MEMORY:
-                for idle in [k for k, v in self._running.items() if v.count == 0][:_MEMORY // 2]:
+                for idle in [k for k, v in self._running.items() if v.count == 0 and not v.askers][:_MEMORY // 2]:
                     del self._running[idle]
             running = self._running[thread] = _Running()
-        durable = key is not None and not self.core.logged and isinstance(configurable, Mapping) \
-            and _CALL in configurable
         running.enter()
         try:
+            recorded = False  # logged: whether the log already records this call's ask (not again on a re-run)
+            done = None
+            if key is not None:
+                done = self._done.get(key)
+                recorded = key in self._asked
+                if done is None and resuming and self.core.logged and not recorded:
+                    # another process (or adapter) may have run it, or recorded its ask, before the interrupt
+                    done, recorded = await self._from_log(call, assembly)
+            if done is not None:
+                # A resumed node runs its calls again: the call already ended. One that was approved asks
+                # interrupt() again, in its turn, so that LangGraph's resume values keep matching the node's
+                # interrupts in order.
+                message, asked = done
+                if asked is not None:
+                    await _in_turn(running, call.call_id, asked)
+                return message
+            durable = key is not None and not self.core.logged and isinstance(configurable, Mapping) \
+                and _CALL in configurable
             message, asked = await self._settle(call, assembly, running, durable, key, recorded)
         finally:
             running.leave()
@@ -255,14 +257,7 @@ class GovernedTools:
         if isinstance(first, ToolMessage):
             return first, None
         payload = dict(first)
-        # interrupt() ends the whole node: first let the calls running beside this one end (their results are
-        # recorded, so the resumed node answers them without running a body twice).
-        running.leave()
-        try:
-            await running.idle()
-            answer = interrupt(payload)
-        finally:
-            running.enter()
+        answer = await _in_turn(running, call.call_id, payload)
         decision = _decision(answer, call.call_id)
         message = await _durably(durable, call, "decided", lambda: self._decided(call, decision, assembly))
         assert isinstance(message, ToolMessage)
@@ -343,12 +338,13 @@ class GovernedTools:
 
 
 class _Running:
-    """The calls of one conversation running in this adapter now (:meth:`idle`: until none is)."""
+    """The calls of one conversation running in this adapter now, and those waiting to ask (see :func:`_in_turn`)."""
 
-    __slots__ = ("count", "event")
+    __slots__ = ("askers", "count", "event")
 
     def __init__(self) -> None:
         self.count = 0
+        self.askers: list[str] = []
         self.event: anyio.Event | None = None
 
     def enter(self) -> None:
@@ -356,15 +352,38 @@ class _Running:
 
     def leave(self) -> None:
         self.count -= 1
-        if self.count == 0 and self.event is not None:
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.event is not None:
             self.event.set()
             self.event = None
 
-    async def idle(self) -> None:
-        while self.count > 0:
+    async def turn(self, call_id: str) -> None:
+        """Until no call runs and ``call_id`` is the first (by call id) of the calls waiting to ask."""
+        self.askers.append(call_id)
+        while self.count > 0 or min(self.askers) != call_id:
             if self.event is None:
                 self.event = anyio.Event()
             await self.event.wait()
+
+    def asked(self, call_id: str) -> None:
+        self.askers.remove(call_id)
+        self._changed()
+
+
+async def _in_turn(running: _Running, call_id: str, payload: dict[str, Any]) -> Any:
+    """``interrupt(payload)``, once the calls running beside this one ended (their results are recorded, so the
+    resumed node answers them without running a body twice: interrupt() ends the whole node) and the calls
+    waiting to ask before it (by call id) asked: a node's interrupts come in one order on every run, whatever
+    the timing, so LangGraph's resume values, matched by that order, reach the calls they answer."""
+    running.leave()
+    try:
+        await running.turn(call_id)
+        return interrupt(payload)
+    finally:
+        running.asked(call_id)
+        running.enter()
 
 
 def governed_tools(
