@@ -34,15 +34,21 @@ Needs ``langchain-core`` and ``langgraph`` (the ``langchain`` extra); built on
   ``Command(resume=approve(request))`` (or ``reject(request)``); LangGraph runs
   the tool again from the start, the pipeline asks again (no body), ``interrupt()``
   returns the answer, and the call runs as a one-call batch whose approval
-  provider answers it only for the fingerprint in the answer: an approval for
-  other arguments is DENIED ``approval_mismatch``; an answer that is not one of
-  :func:`approve`/:func:`reject`'s fails closed (DENIED). Needs a checkpointer
-  and a ``thread_id``. With a store, nothing parks in the session log: LangGraph's
-  checkpoint holds the suspension, and the call is logged once, when decided.
+  provider answers it only for the call id and fingerprint in the answer: an approval for
+  other arguments is DENIED ``approval_mismatch``; an answer for another call, or one that is not
+  :func:`approve`/:func:`reject`'s, fails closed (DENIED). Needs a checkpointer
+  and a ``thread_id``. With a store, the ask is logged when asked: the call parks and its
+  step is closed at once (ABORTED_BEFORE_DISPATCH, reason ``cancelled``, :data:`ASKED_REASON`
+  in the message), so an unanswered interrupt leaves the call in a closed log; the answer runs
+  as a turn of its own. LangGraph's checkpoint holds the suspension.
 * **Re-runs.** A resumed node runs every call of it again (a plain ``ToolNode``
-  in a custom graph is one task for all of an ``AIMessage``'s calls). A call
-  this adapter already ended in the same thread (same call id, tool and
-  arguments) answers its recorded result: a body never runs twice.
+  in a custom graph is one task for all of an ``AIMessage``'s calls). A call that
+  already ended (same call id, tool, arguments, tenant and principal) answers the message it
+  first got, whichever ``GovernedTools`` resumes: from memory (the same adapter); without a
+  store, from the checkpoint (each pass that may run a body is a LangGraph task, kept with the
+  interrupted node); with a store, from the session log (read only on a resumed node).
+  A body never runs twice. The calls waiting to ask interrupt one at a time, by call id, once
+  the calls beside them ended: the same order on every run, so resume values reach their calls.
 * **Sync.** Governed tools are async: ``_run`` (``graph.invoke``) raises
   ``NotImplementedError``; run the graph with ``ainvoke``/``astream``.
 """
