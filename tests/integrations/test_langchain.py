@@ -26,10 +26,11 @@ from tether_clr import (
     log_violations,
 )
 from tether_clr.integrations import IdentityError
-from tether_clr.integrations.langchain import GovernedTools, approve, failure_from, governed_tools, reject
+from tether_clr.integrations.langchain import ASKED_REASON, GovernedTools, approve, failure_from, governed_tools, reject
 from tether_clr.records.outcomes import ToolFailureCodes
 from tether_clr.records.suspension import call_fingerprint
 from tether_clr.recording.session.sql_store import SqlSessionStore
+from tether_clr.recording.session.steps import read_steps
 
 from tests.integrations.lc_scripted import ScriptedChat, agent_graph, call, thread
 
@@ -191,7 +192,12 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_interrupt_
     if store is not None:
         events = await store.events("s1")
         assert log_violations(events) == []
-        assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]
+        results = [e for e in events if e.kind == "tool/result"]
+        # the ask is recorded when asked, and its step closed at once; the answer ran as a turn of its own
+        assert [e.call_id for e in results] == ["c1", "c2", "c2"]
+        assert results[1].payload["code"] == "ABORTED_BEFORE_DISPATCH" and ASKED_REASON in results[1].payload["message"]
+        assert [e.call_id for e in events if e.kind == "approval/asked"][:1] == ["c2"]
+        assert read_steps(events).suspended() == [] and all(read_steps(events).turns.values())
         store.close()
 
 
@@ -203,7 +209,7 @@ async def test_an_approval_for_other_arguments_or_without_a_fingerprint_does_not
     first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
     request = first["__interrupt__"][0].value
     answers: dict[str, Any] = {
-        "other arguments": approve({"fingerprint": call_fingerprint("refund", '{"order":"B9"}')}),
+        "other arguments": approve({"call_id": "c1", "fingerprint": call_fingerprint("refund", '{"order":"B9"}')}),
         "a bare True": True,
         "nothing usable": {"approved": "yes"},
     }
@@ -270,9 +276,10 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
     await graph.ainvoke(Command(resume=approve(first["__interrupt__"][0].value)), thread())
     events = await session_store.events("s1")
     assert log_violations(events) == []
-    assert sorted(str(e.call_id) for e in events if e.kind == "tool/call") == ["c1", "c2", "c3", "c4"]
-    assert sorted(str(e.call_id) for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4"]
-    assert len([e for e in events if e.kind == "turn/start"]) == 4  # each call its own one-call batch, one turn each
+    # c4 twice: the turn that recorded its ask (closed at once), then the turn that ran it approved
+    assert sorted(str(e.call_id) for e in events if e.kind == "tool/call") == ["c1", "c2", "c3", "c4", "c4"]
+    assert sorted(str(e.call_id) for e in events if e.kind == "tool/result") == ["c1", "c2", "c3", "c4", "c4"]
+    assert len([e for e in events if e.kind == "turn/start"]) == 5  # each call its own one-call batch, one turn each
     assert ran == ["add 1 2", "refund A7"]
 
 
@@ -322,3 +329,61 @@ async def test_two_approvals_in_one_tool_node_are_asked_one_resume_at_a_time_and
     assert ran == [approved]
     shown = chat.results()
     assert shown[asked["call_id"]].status == "success" and shown[other["call_id"]].status == "error"
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["no store: the checkpoint", "session store: the log"])
+async def test_a_node_resumed_by_a_new_adapter_never_runs_a_finished_call_or_an_answered_approval_twice(
+    logged: bool, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+    store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
+    options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
+    current = {"adapter": GovernedTools(registry, context=ACME, **options)}
+
+    class Process(GovernedTools):  # whichever process runs the graph now: each resume is a new adapter
+        def __getattribute__(self, name: str) -> Any:
+            return getattr(current["adapter"], name)
+
+    chat = ScriptedChat.of([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2"),
+                            call("refund", {"order": "B9"}, "c3")], "finished")
+    graph = agent_graph(chat, Process(registry, context=ACME))
+    first = await graph.ainvoke({"messages": [("user", "go")]}, thread())
+    asked = first["__interrupt__"][0].value
+    current["adapter"] = GovernedTools(registry, context=ACME, **options)
+    second = await graph.ainvoke(Command(resume=approve(asked)), thread())
+    other = second["__interrupt__"][0].value
+    current["adapter"] = GovernedTools(registry, context=ACME, **options)
+    third = await graph.ainvoke(Command(resume=approve(other)), thread())
+    assert third["messages"][-1].content == "finished"
+    assert sorted(ran) == ["add 1 2", "refund A7", "refund B9"]  # each body once, across three adapters
+    shown = chat.results()
+    assert [shown[c].content for c in ("c1", "c2", "c3")] == ["3", "refunded A7", "refunded B9"]
+    if store is not None:
+        events = await store.events("s1")
+        assert log_violations(events) == [] and read_steps(events).suspended() == []
+        assert sorted(str(e.call_id) for e in events if e.kind == "approval/asked") == ["c2", "c2", "c3", "c3"]
+        store.close()
+
+
+async def test_an_answer_given_for_another_call_fails_closed() -> None:
+    ran: list[str] = []
+    chat = ScriptedChat.of([call("refund", {"order": "A7"}, "c1")], "finished")
+    graph = agent_graph(chat, GovernedTools(_registry(ran), context=ACME))
+    first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
+    request = first["__interrupt__"][0].value
+    await graph.ainvoke(Command(resume=approve({**request, "call_id": "c9"})), thread())  # same arguments, other call
+    shown = chat.results()["c1"]
+    assert ran == [] and shown.status == "error" and str(shown.content).startswith("Error [DENIED]")
+
+
+async def test_a_remembered_result_answers_only_the_identity_that_made_the_call() -> None:
+    ran: list[str] = []
+    adapter = GovernedTools(_registry(ran), context_for=lambda config: config["configurable"]["who"])
+    bob = RequestContext("acme", "bob")
+    tool_call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1", "type": "tool_call"}
+    for who in (ACME, ACME, bob):
+        config = thread(who=who)
+        (tool,) = [t for t in adapter.runnable_tools(config) if t.name == "add"]
+        await tool.ainvoke(tool_call, config)
+    assert ran == ["add 1 2", "add 1 2"]  # alice's repeat is answered from her result; bob's call is his own

@@ -202,9 +202,6 @@ async def test_pydantic_ai_calls_run_with_the_request_context_of_their_own_run(t
 
 
 # ------------------------------------------------------------------------------------------ LangChain / LangGraph
-@pytest.mark.xfail(strict=True, reason="review: langchain.py:189 answers a re-run call from an in-memory record "
-                   "(_done); a graph resumed from its checkpoint by another GovernedTools (another process, which "
-                   "docs/integrations.md:427 promises works) runs the sibling call's body a second time")
 async def test_langgraph_a_resume_in_another_process_never_runs_a_sibling_body_twice() -> None:
     ran: list[str] = []
     registry = _registry(ran)

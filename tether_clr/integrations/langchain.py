@@ -34,29 +34,37 @@ Needs ``langchain-core`` and ``langgraph`` (the ``langchain`` extra); built on
   ``Command(resume=approve(request))`` (or ``reject(request)``); LangGraph runs
   the tool again from the start, the pipeline asks again (no body), ``interrupt()``
   returns the answer, and the call runs as a one-call batch whose approval
-  provider answers it only for the fingerprint in the answer: an approval for
-  other arguments is DENIED ``approval_mismatch``; an answer that is not one of
-  :func:`approve`/:func:`reject`'s fails closed (DENIED). Needs a checkpointer
-  and a ``thread_id``. With a store, nothing parks in the session log: LangGraph's
-  checkpoint holds the suspension, and the call is logged once, when decided.
+  provider answers it only for the call id and fingerprint in the answer: an approval for
+  other arguments is DENIED ``approval_mismatch``; an answer for another call, or one that is not
+  :func:`approve`/:func:`reject`'s, fails closed (DENIED). Needs a checkpointer
+  and a ``thread_id``. With a store, the ask is logged when asked: the call parks and its
+  step is closed at once (ABORTED_BEFORE_DISPATCH, reason ``cancelled``, :data:`ASKED_REASON`
+  in the message), so an unanswered interrupt leaves the call in a closed log; the answer runs
+  as a turn of its own. LangGraph's checkpoint holds the suspension.
 * **Re-runs.** A resumed node runs every call of it again (a plain ``ToolNode``
-  in a custom graph is one task for all of an ``AIMessage``'s calls). A call
-  this adapter already ended in the same thread (same call id, tool and
-  arguments) answers its recorded result: a body never runs twice.
+  in a custom graph is one task for all of an ``AIMessage``'s calls). A call that
+  already ended (same call id, tool, arguments, tenant and principal) answers the message it
+  first got, whichever ``GovernedTools`` resumes: from memory (the same adapter); without a
+  store, from the checkpoint (each pass that may run a body is a LangGraph task, kept with the
+  interrupted node); with a store, from the session log (read only on a resumed node).
+  A body never runs twice. The calls waiting to ask interrupt one at a time, by call id, once
+  the calls beside them ended: the same order on every run, so resume values reach their calls.
 * **Sync.** Governed tools are async: ``_run`` (``graph.invoke``) raises
   ``NotImplementedError``; run the graph with ``ainvoke``/``astream``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, get_type_hints
 
 import anyio
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.func import task
 from langgraph.types import interrupt
 from pydantic import ConfigDict, Field
 
@@ -65,8 +73,10 @@ from tether_clr.foundations.json_values import to_json_text
 from tether_clr.integrations.failures import GovernedFailure, GovernedToolError, failure_of, failure_text
 from tether_clr.integrations.governed import GovernedCalls, loaded_names
 from tether_clr.projections.source import shown_tools
+from tether_clr.recording.session.resume import CANCELLED
+from tether_clr.recording.session.steps import DEFERRED, read_steps
 from tether_clr.recording.session.protocol import SessionStore
-from tether_clr.records.content import ImagePart, TextPart
+from tether_clr.records.content import ImagePart, TextPart, parts_from_json
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
@@ -79,6 +89,15 @@ __all__ = ["GovernedTool", "GovernedTools", "approval_request_of", "approve", "f
 METADATA_KEY = "tether_clr"
 APPROVAL_KIND = "tether_clr.approval"
 _MEMORY = 1024  # conversations whose loaded names, and calls whose results, are remembered (oldest dropped)
+ASKED_REASON = "its approval is asked through LangGraph's interrupt(); the answer runs as a turn of its own"
+"""With a store: the message of the result that closes the step recording an asked call (see "Approvals")."""
+# LangGraph's keys in a running node's config["configurable"] (langgraph._internal._constants): set on the
+# tick that resumes a checkpoint, and present where a node may call tasks (a checkpointed graph's nodes).
+_RESUMING = "__pregel_resuming"
+_CALL = "__pregel_call"
+
+
+_Key = tuple[str, str, str, str, str, str]  # thread, tenant, principal, call id, tool, arguments
 
 
 class GovernedTool(BaseTool):
@@ -129,9 +148,12 @@ class GovernedTools:
             max_parallelism=max_parallelism,
         )
         self._loaded: dict[str | None, list[str]] = {}
-        self._done: dict[tuple[str, str, str, str], tuple[ToolMessage, dict[str, Any] | None]] = {}
+        # (thread, tenant, principal, call id, tool, arguments) -> the call's message, and its interrupt payload
+        self._done: dict[_Key, tuple[ToolMessage, dict[str, Any] | None]] = {}
+        self._asked: set[_Key] = set()  # logged: the calls whose ask this adapter recorded
         self._running: dict[str | None, _Running] = {}
         self._offer: dict[tuple[str, int, bool], list[BaseTool]] = {}
+        self._writing = anyio.Lock()  # logged: an ask parks then closes its step; no other batch in between
 
     # ------------------------------------------------------------------ offer
     def tools(self, config: RunnableConfig | None = None, messages: Sequence[BaseMessage] = ()) -> list[BaseTool]:
@@ -185,77 +207,150 @@ class GovernedTools:
         text = arguments if isinstance(arguments, str) else _arguments_text(arguments)
         direct = call_id is None  # invoked without a model's tool call: a plain result, a failure raised
         call = ToolCall(call_id or f"lc-{uuid.uuid4().hex}", name, text)
-        key = None if thread is None or direct else (thread, call.call_id, name, text)
-        if key is not None and key in self._done:
-            # A resumed node runs its calls again: the call already ended here. One that was approved asks
-            # interrupt() again so that LangGraph's resume values keep matching the node's interrupts in order.
-            message, asked = self._done[key]
-            if asked is not None:
-                interrupt(asked)
-            return message
+        context = assembly.context
+        key = None if thread is None or direct else (thread, context.tenant_id, context.principal_id, call.call_id, name, text)
+        configurable = config.get("configurable") if isinstance(config, Mapping) else None
+        resuming = isinstance(configurable, Mapping) and configurable.get(_RESUMING) is True
         running = self._running.get(thread)
         if running is None:
             if len(self._running) >= _MEMORY:
-                for idle in [k for k, v in self._running.items() if v.count == 0][:_MEMORY // 2]:
+                for idle in [k for k, v in self._running.items() if v.count == 0 and not v.askers][:_MEMORY // 2]:
                     del self._running[idle]
             running = self._running[thread] = _Running()
         running.enter()
         try:
-            outcome, asked = await self._outcome(call, assembly, running)
+            recorded = False  # logged: whether the log already records this call's ask (not again on a re-run)
+            done = None
+            if key is not None:
+                done = self._done.get(key)
+                recorded = key in self._asked
+                if done is None and resuming and self.core.logged and not recorded:
+                    # another process (or adapter) may have run it, or recorded its ask, before the interrupt
+                    done, recorded = await self._from_log(call, assembly)
+            if done is not None:
+                # A resumed node runs its calls again: the call already ended. One that was approved asks
+                # interrupt() again, in its turn, so that LangGraph's resume values keep matching the node's
+                # interrupts in order.
+                message, asked = done
+                if asked is not None:
+                    await _in_turn(running, call.call_id, asked)
+                return message
+            durable = key is not None and not self.core.logged and isinstance(configurable, Mapping) \
+                and _CALL in configurable
+            message, asked = await self._settle(call, assembly, running, durable, key, recorded)
         finally:
             running.leave()
-        self._remember(thread, loaded_names(outcome, assembly))
+        self._remember(thread, _loaded_from([message]))
         if direct:
-            if outcome.failure is not None:
-                found = failure_of(outcome)
-                assert found is not None
+            found = failure_from(message)
+            if found is not None:
                 raise GovernedToolError(found)
-            return _content(outcome)
-        message = _message(outcome, assembly)
+            return message.content
         if key is not None:
             if len(self._done) >= _MEMORY:
                 self._done.pop(next(iter(self._done)))
             self._done[key] = (message, asked)
         return message
 
-    async def _outcome(self, call: ToolCall, assembly: ToolAssembly, running: _Running
-                       ) -> tuple[ToolExecutionOutcome, dict[str, Any] | None]:
+    async def _settle(self, call: ToolCall, assembly: ToolAssembly, running: _Running, durable: bool,
+                      key: _Key | None, recorded: bool) -> tuple[ToolMessage, dict[str, Any] | None]:
+        """The call's message, and the approval payload it was interrupted with (None: it asked none).
+
+        ``durable`` (no store, in a checkpointed graph): each pass that may run the body is a LangGraph
+        task, whose result the checkpoint keeps: a node resumed from that checkpoint, by any process,
+        gets it back instead of running the body again (see the module docstring, "Re-runs")."""
+        first = await _durably(durable, call, "ask", lambda: self._first_pass(call, assembly, key, recorded))
+        if isinstance(first, ToolMessage):
+            return first, None
+        payload = dict(first)
+        answer = await _in_turn(running, call.call_id, payload)
+        decision = _decision(answer, call.call_id)
+        message = await _durably(durable, call, "decided", lambda: self._decided(call, decision, assembly))
+        assert isinstance(message, ToolMessage)
+        return message, payload
+
+    async def _first_pass(self, call: ToolCall, assembly: ToolAssembly, key: _Key | None, recorded: bool
+                          ) -> ToolMessage | dict[str, Any]:
+        """Run ``call``, or, when its approval is asked, the ``interrupt()`` payload (no body ran; logged: the ask
+        is recorded, once: not when ``recorded``, i.e. the call is run again by a resumed node)."""
         core = self.core
         if not core.logged:
             batch = await core.run([call], assembly)
             request = batch.asked.get(call.call_id)
             if request is None:
-                return batch.outcomes[call.call_id], None
-        else:  # ask first, so nothing parks in the log: LangGraph's checkpoint holds the suspension
-            request = await core.approval_request(call, assembly) if core.may_require_approval(assembly, call.name) else None
+                return _message(batch.outcomes[call.call_id], assembly)
+            return approval_request_of(request)
+        # ask first, so nothing stays parked in the log: LangGraph's checkpoint holds the suspension
+        request = await core.approval_request(call, assembly) if core.may_require_approval(assembly, call.name) else None
+        async with self._writing:
             if request is None:
                 batch = await core.run([call], assembly)
                 found = batch.outcomes.get(call.call_id)
                 if found is not None:
-                    return found, None
+                    return _message(found, assembly)
                 # a listener asked after all (its answer changed between the passes): abandon, fail closed
                 cancelled = await core.cancel("the approval was asked after the call was admitted without one")
-                return cancelled.outcomes.get(call.call_id) or ToolExecutionOutcome.failed(
-                    call.call_id, call.name, ToolFailureCodes.DENIED, "approval was asked and not answered"), None
-        payload = approval_request_of(request)
-        # interrupt() ends the whole node: first let the calls running beside this one end (their results are
-        # recorded above, so the resumed node answers them without running a body twice).
-        running.leave()
-        try:
-            await running.idle()
-            answer = interrupt(payload)
-        finally:
-            running.enter()
-        return await core.run_decided(call, _decision(answer), assembly), payload
+                return _message(cancelled.outcomes.get(call.call_id) or ToolExecutionOutcome.failed(
+                    call.call_id, call.name, ToolFailureCodes.DENIED, "approval was asked and not answered"), assembly)
+            if recorded:
+                return approval_request_of(request)
+            # Record the ask: the call parks (tool/call, approval/asked, approval/decided deferred) and its step is
+            # closed at once (ABORTED_BEFORE_DISPATCH, reason "cancelled"), so an interrupt nobody answers leaves
+            # the call in the log and the log closed; the answer runs later as a turn of its own.
+            batch = await core.run([call], assembly)
+            if call.call_id in batch.outcomes and call.call_id not in core.parked:
+                return _message(batch.outcomes[call.call_id], assembly)  # ended without asking after all
+            await core.cancel(ASKED_REASON)
+            if key is not None:
+                if len(self._asked) >= _MEMORY:
+                    self._asked.pop()
+                self._asked.add(key)
+        return approval_request_of(request)
+
+    async def _decided(self, call: ToolCall, decision: tuple[ApprovalResult, str] | None, assembly: ToolAssembly
+                       ) -> ToolMessage:
+        if not self.core.logged:
+            return _message(await self.core.run_decided(call, decision, assembly), assembly)
+        async with self._writing:
+            return _message(await self.core.run_decided(call, decision, assembly), assembly)
+
+    async def _from_log(self, call: ToolCall, assembly: ToolAssembly
+                        ) -> tuple[tuple[ToolMessage, dict[str, Any] | None] | None, bool]:
+        """What this session's log holds for ``call`` (same call id, tool and arguments): its message as it was
+        first answered, with the payload to interrupt() with again when it was asked (None: no result), and
+        whether its ask is recorded.
+
+        Read only on a node resumed after an interrupt. The call's last result counts; a result that only
+        records the ask (:data:`ASKED_REASON`) is not one: the call is still waiting for its answer."""
+        store, session_id = self.core.store, self.core.session_id
+        assert store is not None and session_id is not None
+        asked = False
+        found: ToolExecutionOutcome | None = None
+        for step in read_steps(await store.events(session_id)).steps.values():
+            for position, event in step.results.items():
+                proposal = step.proposal(position) or {}
+                if (event.call_id != call.call_id or event.payload.get("name") != call.name
+                        or proposal.get("arguments") != call.arguments):
+                    continue
+                decided = step.decided.get(position)
+                if (decided is not None and decided.payload.get("decision") == DEFERRED
+                        and event.payload.get("reason") == CANCELLED and ASKED_REASON in str(event.payload.get("message"))):
+                    asked, found = True, None  # the ask: its answer comes later
+                    continue
+                found = _logged_outcome(call, event.payload)
+        if found is None:
+            return None, asked
+        return (_message(found, assembly), {"kind": APPROVAL_KIND, "call_id": call.call_id} if asked else None), asked
 
 
 class _Running:
-    """The calls of one conversation running in this adapter now (:meth:`idle`: until none is)."""
+    """The calls of one conversation running in this adapter now, and those waiting to ask (see :func:`_in_turn`)."""
 
-    __slots__ = ("count", "event")
+    __slots__ = ("askers", "count", "event")
 
     def __init__(self) -> None:
         self.count = 0
+        self.askers: list[str] = []
         self.event: anyio.Event | None = None
 
     def enter(self) -> None:
@@ -263,15 +358,38 @@ class _Running:
 
     def leave(self) -> None:
         self.count -= 1
-        if self.count == 0 and self.event is not None:
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.event is not None:
             self.event.set()
             self.event = None
 
-    async def idle(self) -> None:
-        while self.count > 0:
+    async def turn(self, call_id: str) -> None:
+        """Until no call runs and ``call_id`` is the first (by call id) of the calls waiting to ask."""
+        self.askers.append(call_id)
+        while self.count > 0 or min(self.askers) != call_id:
             if self.event is None:
                 self.event = anyio.Event()
             await self.event.wait()
+
+    def asked(self, call_id: str) -> None:
+        self.askers.remove(call_id)
+        self._changed()
+
+
+async def _in_turn(running: _Running, call_id: str, payload: dict[str, Any]) -> Any:
+    """``interrupt(payload)``, once the calls running beside this one ended (their results are recorded, so the
+    resumed node answers them without running a body twice: interrupt() ends the whole node) and the calls
+    waiting to ask before it (by call id) asked: a node's interrupts come in one order on every run, whatever
+    the timing, so LangGraph's resume values, matched by that order, reach the calls they answer."""
+    running.leave()
+    try:
+        await running.turn(call_id)
+        return interrupt(payload)
+    finally:
+        running.asked(call_id)
+        running.enter()
 
 
 def governed_tools(
@@ -308,21 +426,22 @@ def approval_request_of(request: PendingApproval) -> dict[str, Any]:
 
 
 def approve(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``Command(resume=...)`` answer approving the interrupt's ``request``, bound to its fingerprint."""
-    return {"approved": True, "fingerprint": str(request["fingerprint"])}
+    """The ``Command(resume=...)`` answer approving the interrupt's ``request``, bound to its call id and fingerprint."""
+    return {"approved": True, "call_id": str(request["call_id"]), "fingerprint": str(request["fingerprint"])}
 
 
 def reject(request: Mapping[str, Any]) -> dict[str, Any]:
     """The ``Command(resume=...)`` answer rejecting the interrupt's ``request`` (the call ends DENIED)."""
-    return {"approved": False, "fingerprint": str(request["fingerprint"])}
+    return {"approved": False, "call_id": str(request["call_id"]), "fingerprint": str(request["fingerprint"])}
 
 
-def _decision(answer: Any) -> tuple[ApprovalResult, str] | None:
-    """The resume value as the pipeline's decision; anything but :func:`approve`/:func:`reject`'s: None (fail closed)."""
+def _decision(answer: Any, call_id: str) -> tuple[ApprovalResult, str] | None:
+    """The resume value as the pipeline's decision for ``call_id``; anything but :func:`approve`/:func:`reject`'s
+    answer for that call (another call's answer included): None (fail closed, DENIED)."""
     if not isinstance(answer, Mapping):
         return None
     fingerprint, approved = answer.get("fingerprint"), answer.get("approved")
-    if not isinstance(fingerprint, str) or not isinstance(approved, bool):
+    if not isinstance(fingerprint, str) or not isinstance(approved, bool) or answer.get("call_id") != call_id:
         return None
     return (ApprovalResult.APPROVED if approved else ApprovalResult.REJECTED), fingerprint
 
@@ -382,6 +501,37 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
         return to_json_text(arguments)
     except (TypeError, ValueError):
         return "\0"  # not JSON: the pipeline refuses it INVALID_ARGS
+
+
+def _logged_outcome(call: ToolCall, payload: Mapping[str, Any]) -> ToolExecutionOutcome:
+    """The outcome a ``tool/result`` payload records for ``call`` (as the batch returned it)."""
+    if payload.get("ok") is True:
+        outcome = ToolExecutionOutcome.success(call.call_id, call.name, payload.get("value"))
+    else:
+        reason = payload.get("reason")
+        outcome = ToolExecutionOutcome.failed(call.call_id, call.name, ToolFailureCodes(str(payload.get("code"))),
+                                              str(payload.get("message")), reason if isinstance(reason, str) else None)
+    attempts = payload.get("attempts")
+    if type(attempts) is int and attempts > 1:
+        outcome = outcome.with_attempts(attempts)
+    content = payload.get("content")
+    return outcome if content is None else outcome.with_content(parts_from_json(content))
+
+
+async def _durably(durable: bool, call: ToolCall, stage: str, run: Callable[[], Awaitable[Any]]) -> Any:
+    """``await run()``; ``durable``: as a LangGraph task named for the call and the stage, so that the checkpoint
+    keeps its result and a node resumed from it gets that result back without running it again. LangGraph finds
+    a node's task results by their order in the node, as it does its interrupts; the name makes a task of another
+    call never answer this one."""
+    if not durable:
+        return await run()
+    digest = hashlib.sha256("\0".join((stage, call.call_id, call.name, call.arguments)).encode()).hexdigest()[:32]
+
+    async def governed_call() -> Any:
+        return await run()
+
+    as_task: Any = task(name=f"tether_clr_{digest}")  # typed for a ParamSpec'd function; this one takes none
+    return await as_task(governed_call)()
 
 
 def _loaded_from(messages: Sequence[BaseMessage]) -> list[str]:
