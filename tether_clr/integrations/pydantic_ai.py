@@ -22,11 +22,15 @@ Needs ``pydantic-ai-slim`` (the ``pydantic-ai`` extra); built on
   with ``metadata={"fingerprint", "reason", "arguments"}``; the run ends with
   ``DeferredToolRequests``; the host answers ``DeferredToolResults(approvals=
   {call_id: True | ToolDenied(...)})`` and runs the agent again with the history.
-  An approved call reaches ``call_tool`` again (``ctx.tool_call_approved``) and the
-  pipeline gets ``APPROVED`` bound to the fingerprint of the arguments it was asked
-  about: approved with ``override_args`` that differ, it is DENIED
-  ``approval_mismatch``. A denied call never reaches the toolset (pydantic-ai
-  answers it with the ``ToolDenied`` message), and its body never runs.
+  A denied call never reaches the toolset (pydantic-ai answers it with the
+  ``ToolDenied`` message) and its body never runs. Without a store, an approved
+  call runs with ``APPROVED`` bound to the fingerprint the host was shown
+  (``DeferredToolResults.metadata[call_id]``, else the one this toolset asked
+  with; neither: DENIED ``approval_unknown``); other arguments (an edited
+  history, ``override_args``): DENIED ``approval_mismatch``. With a store, the
+  first approved call resumes the parked step once, from the log, with a
+  decision per approved call (the calls waiting behind a parked one have their
+  own requests) and the denied waiting calls withdrawn; see docs/integrations.md.
 """
 
 from __future__ import annotations
