@@ -293,13 +293,14 @@ class GovernedToolset(AbstractToolset[Any]):
 
     def _turn(self, ctx: RunContext[Any], tool: GovernedTool, call_id: str, name: str, tool_args: dict[str, Any]
               ) -> tuple[_Turn, tuple[Any, ...], bool]:
-        response = _last_response(ctx.messages)
-        key: tuple[Any, ...] = (ctx.run_id, id(response), len(ctx.messages))
+        messages = ctx.messages
+        index = _last_response(messages)
+        key: tuple[Any, ...] = (ctx.run_id, index, len(messages))
         turn = self._turns.get(key)
         if turn is not None and call_id in turn.ids:
             return turn, key, False
-        calls = _open_calls(ctx.messages, tool.offered)
-        if call_id not in {call.call_id for call in calls}:  # not found in the history: run it alone
+        calls = _open_calls(messages, index, tool.offered)
+        if not any(call.call_id == call_id for call in calls):  # not found in the history: run it alone
             calls = [ToolCall(call_id, name, to_json_text(tool_args))]
             key = (*key, call_id)
         turn = self._turns[key] = _Turn(calls)
@@ -433,26 +434,26 @@ def _loaded_from(messages: Sequence[ModelMessage]) -> list[str]:
     )
 
 
-def _last_response(messages: Sequence[ModelMessage]) -> ModelResponse | None:
-    for message in reversed(messages):
-        if isinstance(message, ModelResponse):
-            return message
-    return None
-
-
-def _open_calls(messages: Sequence[ModelMessage], offered: frozenset[str]) -> list[ToolCall]:
-    """The calls of the last model response that this toolset offered and that have no result yet, in model order."""
+def _last_response(messages: Sequence[ModelMessage]) -> int:
+    """The index of the last model response in ``messages`` (-1 when there is none)."""
     for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, ModelResponse):
-            answered = {
-                getattr(part, "tool_call_id", None)
-                for later in messages[index + 1:] if isinstance(later, ModelRequest)
-                for part in later.parts
-            }
-            return [
-                ToolCall(part.tool_call_id, part.tool_name, part.args_as_json_str())
-                for part in message.tool_calls
-                if part.tool_name in offered and part.tool_call_id not in answered
-            ]
-    return []
+        if isinstance(messages[index], ModelResponse):
+            return index
+    return -1
+
+
+def _open_calls(messages: Sequence[ModelMessage], index: int, offered: frozenset[str]) -> list[ToolCall]:
+    """The calls of the model response at ``index`` that this toolset offered and that have no result yet, in model order."""
+    if index < 0:
+        return []
+    message = messages[index]
+    assert isinstance(message, ModelResponse)
+    later = messages[index + 1:]
+    answered = {
+        getattr(part, "tool_call_id", None) for request in later if isinstance(request, ModelRequest) for part in request.parts
+    } if later else ()
+    return [
+        ToolCall(part.tool_call_id, part.tool_name, part.args_as_json_str())
+        for part in message.tool_calls
+        if part.tool_name in offered and part.tool_call_id not in answered
+    ]
