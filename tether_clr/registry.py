@@ -15,7 +15,7 @@ and are repeated on each method so ``help(ToolRegistry)`` is the whole tour.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from tether_clr.catalog.attachment import ControlAttachment
@@ -420,6 +420,8 @@ class ToolRegistry:
         max_parallelism: int = 4,
         cancellation: CancellationToken | None = None,
         wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None = None,
+        approval: ApprovalProvider | None = None,
+        withdrawn: Collection[str] = (),
     ) -> list[ToolExecutionOutcome] | BatchSuspended:
         """Continue the session's suspended step from its log, with the approvers' decisions.
 
@@ -443,6 +445,11 @@ class ToolRegistry:
         re-authorization refuses it (DENIED, with the reason). ``wrap_sink``
         wraps the step's session sink (a live display, say); the wrapper must
         forward every hook (subclass :class:`~tether_clr.ForwardingSink`).
+        ``approval``: the provider that answers the approvals the calls after the
+        parked ones ask (default: the registry's). ``withdrawn``: ids of calls
+        that wait behind the parked ones and that the approver denied meanwhile:
+        they end DENIED (reason ``withdrawn``), recorded, with no body run (a
+        framework that asks its human about every call of a suspended step).
 
         Raises ``ValueError``, running nothing and writing nothing, for a session
         with no suspended step (finished or cancelled), a decision for a call
@@ -457,9 +464,11 @@ class ToolRegistry:
         def run(
             calls: list[ToolCall], view: SealedToolCatalogView, sink: ToolCallSink, point: ResumePoint
         ) -> BatchRun:
-            return self._batch(calls, view, max_parallelism, sink, cancellation, point)
+            return self._batch(calls, view, max_parallelism, sink, cancellation, point, approval)
 
-        return await resume_step(store, session_id, decisions, self.catalog, run, view=view, wrap_sink=wrap_sink)
+        return await resume_step(
+            store, session_id, decisions, self.catalog, run, view=view, wrap_sink=wrap_sink, withdrawn=withdrawn
+        )
 
     async def cancel_suspended(self, store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]:
         """Abandon the session's suspended step: its parked call and the calls never admitted

@@ -273,3 +273,56 @@ async def test_with_a_store_denying_a_parked_call_and_the_one_waiting_behind_it_
         events = await store.events("s1")
         assert log_violations(events) == []
         assert [e.call_id for e in events if e.kind == "tool/result"] == ["c1", "c2"]
+
+
+async def test_no_store_an_approval_carried_back_in_the_results_metadata_runs_in_a_new_toolset() -> None:
+    ran: list[str] = []
+    registry = _registry(ran)
+    script = Script([call("refund", {"order": "A7"}, "c1")], "finished", [call("refund", {"order": "B9"}, "c2")], "end")
+    first = await _agent(script, GovernedToolset(registry, context=ACME)).run("refund")
+    requests = first.output
+    assert isinstance(requests, DeferredToolRequests)
+    other = _agent(script, GovernedToolset(registry, context=ACME))  # another process: it asked nothing
+    answers = DeferredToolResults(approvals={"c1": True}, metadata=dict(requests.metadata))
+    result = await other.run(message_history=first.all_messages(), deferred_tool_results=answers)
+    assert result.output == "finished" and ran == ["refund A7"]
+    second = await other.run("again", message_history=result.all_messages())
+    assert isinstance(second.output, DeferredToolRequests)
+    third = _agent(script, GovernedToolset(registry, context=ACME))  # neither asked it nor given its metadata
+    await third.run(message_history=second.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c2": True}))
+    assert ran == ["refund A7"]
+    assert script.returns()["c2"].content.startswith("Error [DENIED/approval_unknown]")
+
+
+async def test_with_a_store_an_approval_with_other_arguments_is_denied_as_a_mismatch(tmp_path: Path) -> None:
+    ran: list[str] = []
+    with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
+        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        script = Script([call("refund", {"order": "A7"}, "c1"), call("refund", {"order": "B9"}, "c2")], "finished")
+        agent = _agent(script, toolset)
+        first = await agent.run("refund")
+        assert first.output.metadata["c2"]["arguments"] == '{"order":"B9"}'  # its own request, its own fingerprint
+        answers = DeferredToolResults(approvals={"c1": ToolApproved(override_args={"order": "X1"}), "c2": True})
+        await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
+        assert ran == ["refund B9"]
+        assert script.returns()["c1"].content.startswith("Error [DENIED/approval_mismatch]")
+        assert log_violations(await store.events("s1")) == []
+
+
+async def test_with_a_store_a_new_toolset_settles_a_step_whose_every_call_was_denied(tmp_path: Path) -> None:
+    ran: list[str] = []
+    path = tmp_path / "log.sqlite3"
+    script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished",
+                    [call("add", {"a": 2, "b": 2}, "c3")], "end")
+    with SqliteSessionStore(path) as store:
+        first = await _agent(script, GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")).run("r")
+    with SqliteSessionStore(path) as store:
+        agent = _agent(script, GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1"))
+        answers = DeferredToolResults(approvals={"c1": ToolDenied("no"), "c2": ToolDenied("no")})
+        second = await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
+        await agent.run("more", message_history=second.all_messages())
+        assert ran == ["add 2 2"]
+        events = await store.events("s1")
+        assert log_violations(events) == []
+        results = {e.call_id: (e.payload.get("code"), e.payload.get("reason")) for e in events if e.kind == "tool/result"}
+        assert results == {"c1": ("DENIED", None), "c2": ("DENIED", "withdrawn"), "c3": (None, None)}

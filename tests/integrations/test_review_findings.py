@@ -74,9 +74,6 @@ def _agent(script: Script, toolset: GovernedToolset) -> Agent[Any, Any]:
 
 
 # ----------------------------------------------------------------------------------------------- pydantic-ai
-@pytest.mark.xfail(strict=True, reason="review: pydantic_ai.py:_approved resumes the whole parked step "
-                   "(governed.py:resume), so a waiting call the host answered ToolDenied runs; the model is told "
-                   "'denied' while its side effect happened")
 async def test_pydantic_ai_logged_a_waiting_call_the_host_denied_never_runs(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
@@ -87,12 +84,9 @@ async def test_pydantic_ai_logged_a_waiting_call_the_host_denied_never_runs(tmp_
         answers = DeferredToolResults(approvals={"c1": True, "c2": ToolDenied("do not add")})
         await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
         assert script.returns()["c2"].outcome == "denied"
-        assert ran == ["refund A7"]  # today: ["refund A7", "add 1 2"]
+        assert ran == ["refund A7"]  
 
 
-@pytest.mark.xfail(strict=True, reason="review: pydantic_ai.py:277 waits 3 sleep(0) for approved siblings; a "
-                   "sibling that reaches call_tool later (here: parallel_execution_mode('sequential')) finds "
-                   "nothing parked and governed.py:331 raises RuntimeError out of the run, after its body ran")
 async def test_pydantic_ai_logged_approved_calls_reaching_call_tool_one_by_one_complete_the_run(
     tmp_path: Path
 ) -> None:
@@ -109,9 +103,6 @@ async def test_pydantic_ai_logged_approved_calls_reaching_call_tool_one_by_one_c
         assert {k: v.content for k, v in script.returns().items()} == {"c1": "refunded A7", "c2": "3"}
 
 
-@pytest.mark.xfail(strict=True, reason="review: a second approval-gated call of a parked turn is listed as "
-                   "'waiting_for' (no fingerprint); the host's True for it is never given to the pipeline, which "
-                   "asks again inside registry.resume and gets REJECTED: DENIED although the host approved it")
 async def test_pydantic_ai_logged_two_approval_gated_calls_both_approved_both_run(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
@@ -121,12 +112,9 @@ async def test_pydantic_ai_logged_two_approval_gated_calls_both_approved_both_ru
         first = await agent.run("refund")
         answers = DeferredToolResults(approvals={"c1": True, "c2": True})
         await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
-        assert ran == ["refund A7", "refund B9"]  # today: ["refund A7"], c2 DENIED "approval rejected"
+        assert ran == ["refund A7", "refund B9"]
 
 
-@pytest.mark.xfail(strict=True, reason="review: pydantic_ai.py:261 binds the approval to the arguments found in "
-                   "the history handed to the second run, not to the fingerprint the host was shown "
-                   "(ApprovalRequired metadata): an edited history runs arguments nobody approved")
 async def test_pydantic_ai_no_store_an_approval_applies_only_to_the_arguments_the_host_was_shown() -> None:
     ran: list[str] = []
     script = Script([call("refund", {"order": "A7"}, "c1")], "finished")
@@ -140,12 +128,9 @@ async def test_pydantic_ai_no_store_an_approval_applies_only_to_the_arguments_th
                 if isinstance(part, ToolCallPart) and part.tool_call_id == "c1":
                     part.args = {"order": "B9"}
     await agent.run(message_history=history, deferred_tool_results=DeferredToolResults(approvals={"c1": True}))
-    assert ran == []  # today: ["refund B9"]
+    assert ran == []
 
 
-@pytest.mark.xfail(strict=True, reason="review: GovernedCalls.parked lives in memory (governed.py:161); a toolset "
-                   "built on the same store and session (a restarted process) cannot resume the parked step: "
-                   "governed.py:331 raises RuntimeError and the approved call never runs")
 async def test_pydantic_ai_logged_a_parked_step_resumes_from_the_log_in_a_new_toolset(tmp_path: Path) -> None:
     ran: list[str] = []
     path = tmp_path / "log.sqlite3"
@@ -160,9 +145,6 @@ async def test_pydantic_ai_logged_a_parked_step_resumes_from_the_log_in_a_new_to
         assert log_violations(await store.events("s1")) == []
 
 
-@pytest.mark.xfail(strict=True, reason="review: governed.py:_run_logged runs the batch unshielded; when the "
-                   "framework cancels it (pydantic-ai cancels a turn's tasks when another tool raises) the call has "
-                   "no result and the turn never ends: log_violations is not empty")
 async def test_pydantic_ai_logged_a_batch_cancelled_by_the_framework_leaves_no_log_violations(tmp_path: Path) -> None:
     registry = _registry([])
     started = anyio.Event()
@@ -185,9 +167,6 @@ async def test_pydantic_ai_logged_a_batch_cancelled_by_the_framework_leaves_no_l
         assert log_violations(await store.events("s1")) == []
 
 
-@pytest.mark.xfail(strict=True, reason="review: pydantic_ai.py:162 reuses the last step's GovernedTool, whose "
-                   "assembly carries the earlier request's RequestContext (request_id, session_id): a later run's "
-                   "calls are audited under the earlier request (use assembly.for_request or rebuild the tools)")
 async def test_pydantic_ai_calls_run_with_the_request_context_of_their_own_run(tmp_path: Path) -> None:
     seen: list[str | None] = []
     registry = _registry([])
@@ -198,7 +177,7 @@ async def test_pydantic_ai_calls_run_with_the_request_context_of_their_own_run(t
         for request_id in ("r1", "r2"):
             script = Script([call("add", {"a": 1, "b": 2}, f"c-{request_id}")], "done")
             await Agent(script.model, toolsets=[toolset], deps_type=str).run("go", deps=request_id)
-    assert seen == ["r1", "r2"]  # today: ["r1", "r1"]
+    assert seen == ["r1", "r2"]
 
 
 # ------------------------------------------------------------------------------------------ LangChain / LangGraph

@@ -63,7 +63,7 @@ from tether_clr.execution.observing import ObservedBatch, observe_batch
 from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.execution.pool import Pool, Slot, Worker, not_dispatched
 from tether_clr.execution.ports import ApprovalProvider, Declaration, ToolCallSink, declaring, told
-from tether_clr.execution.resumption import ResumePoint, already_approved
+from tether_clr.execution.resumption import ResumePoint, already_approved, withdrawn_outcome
 from tether_clr.execution.retries import run_attempts
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.cancellation import CancellationSource, CancellationToken
@@ -433,8 +433,12 @@ class BatchRun:
             slot.finish(not_dispatched(execution, token))
             return None
         self._authorizing = slot.declaration
-        decision = None if self._resume is None else self._resume.decided.get(slot.declaration.index)
+        resume = self._resume
+        decision = None if resume is None else resume.decided.get(slot.declaration.index)
         if decision is not None and not await self._record_resumed_decision(slot, execution, decision):
+            return None
+        if resume is not None and slot.declaration.index in resume.withdrawn:
+            slot.finish(withdrawn_outcome(execution))
             return None
         if early is not None:
             slot.finish(early)

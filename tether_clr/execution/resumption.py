@@ -6,9 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tether_clr.records.decisions import ApprovalResult
-from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome, ToolFailureCodes
 
-__all__ = ["ResumePoint", "already_approved"]
+__all__ = ["WITHDRAWN", "ResumePoint", "already_approved", "withdrawn_outcome"]
+
+WITHDRAWN = "withdrawn"
+"""The DENIED ``reason`` of a waiting call the approver denied before the step resumed (never run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,9 @@ class ResumePoint:
     ``prior``: the outcomes the step delivered before it was suspended, in
     model order; the run returns them followed by its own. ``prior_contexts``:
     the additional contexts recorded with those outcomes, in their order.
+    ``withdrawn``: positions of calls that waited behind the parked ones and
+    that the approver denied meanwhile: each ends DENIED (:data:`WITHDRAWN`)
+    at its admission, recorded like any outcome, and its body never runs.
     """
 
     offset: int
@@ -30,8 +36,17 @@ class ResumePoint:
     decided: Mapping[int, ApprovalResult] = field(default_factory=dict)
     prior: tuple[ToolExecutionOutcome, ...] = ()
     prior_contexts: tuple[str, ...] = ()
+    withdrawn: frozenset[int] = frozenset()
 
 
 async def already_approved(execution: ToolExecution, reason: str | None) -> ApprovalResult:
     """Answers the approval step of a resumed call whose APPROVED decision was recorded already."""
     return ApprovalResult.APPROVED
+
+
+def withdrawn_outcome(execution: ToolExecution) -> ToolExecutionOutcome:
+    """The outcome of a withdrawn call (:attr:`ResumePoint.withdrawn`): DENIED, no body ran."""
+    return ToolExecutionOutcome.failed(
+        execution.call_id, execution.name, ToolFailureCodes.DENIED,
+        "approval rejected (the approver denied this call while it waited behind a parked one)", WITHDRAWN,
+    )

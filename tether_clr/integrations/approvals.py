@@ -24,15 +24,36 @@ with the message ``approval rejected (<reason>)``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tether_clr.records.decisions import ApprovalResult
-from tether_clr.records.outcomes import ToolExecution
+from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.records.suspension import PendingApproval, call_fingerprint
 
-__all__ = ["MISMATCH_MESSAGE", "MISMATCH_REASON", "BoundApprovals", "CapturingApprovals", "Decision", "DeferringApprovals"]
+__all__ = [
+    "MISMATCH",
+    "MISMATCH_MESSAGE",
+    "MISMATCH_REASON",
+    "BoundApprovals",
+    "CapturingApprovals",
+    "Decision",
+    "DeferringApprovals",
+    "Mismatch",
+    "mismatched",
+]
 
 Decision = tuple[ApprovalResult, str]
 """The framework's answer for one call: ``(APPROVED or REJECTED, the fingerprint the approver saw)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """An explicit decision: the framework approved other arguments than the call now has (say, pydantic-ai's
+    ``ToolApproved(override_args=...)``). The call is refused DENIED :data:`MISMATCH_REASON`, never run."""
+
+
+MISMATCH = Mismatch()
+"""The one :class:`Mismatch` value: pass it as a call's decision (``run_decided``, ``resume``)."""
 
 MISMATCH_REASON = "approval_mismatch"
 MISMATCH_MESSAGE = "the approval was given for other arguments than this call's; it does not apply"
@@ -65,7 +86,7 @@ class BoundApprovals:
 
     __slots__ = ("decisions", "mismatched", "unanswered")
 
-    def __init__(self, decisions: Mapping[str, Decision]) -> None:
+    def __init__(self, decisions: Mapping[str, Decision | Mismatch]) -> None:
         self.decisions = dict(decisions)
         self.mismatched: set[str] = set()
         self.unanswered: set[str] = set()
@@ -74,6 +95,9 @@ class BoundApprovals:
         decision = self.decisions.get(execution.call_id)
         if decision is None:
             self.unanswered.add(execution.call_id)
+            return ApprovalResult.REJECTED
+        if isinstance(decision, Mismatch):
+            self.mismatched.add(execution.call_id)
             return ApprovalResult.REJECTED
         result, fingerprint = decision
         if fingerprint != call_fingerprint(execution.name, execution.arguments_json):
@@ -89,3 +113,9 @@ class DeferringApprovals:
 
     async def request(self, execution: ToolExecution, reason: str | None) -> ApprovalResult:
         return ApprovalResult.DEFERRED
+
+
+def mismatched(outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
+    """``outcome`` (a DENIED of an approval given for other arguments) as the model and host are told it:
+    DENIED :data:`MISMATCH_REASON` with :data:`MISMATCH_MESSAGE`."""
+    return ToolExecutionOutcome.failed(outcome.call_id, outcome.name, ToolFailureCodes.DENIED, MISMATCH_MESSAGE, MISMATCH_REASON)

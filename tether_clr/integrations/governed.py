@@ -64,7 +64,7 @@ How the two approval styles use it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,22 +72,28 @@ import anyio
 
 from tether_clr.catalog.reuse import keepable, reused
 from tether_clr.catalog.views import ToolAssembly
+from tether_clr.records.contexts import BatchOutcomes
+from tether_clr.execution.ports import ApprovalProvider
+from tether_clr.foundations.arguments import InvalidArgumentsJson, read_arguments
+from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.integrations.approvals import (
-    MISMATCH_MESSAGE,
-    MISMATCH_REASON,
     BoundApprovals,
     CapturingApprovals,
     Decision,
     DeferringApprovals,
+    Mismatch,
+    mismatched,
 )
 from tether_clr.integrations.identity import ContextSource
 from tether_clr.integrations.tracing import approvals_captured
+from tether_clr.integrations.turns import STORE_FAULTS, shielded
 from tether_clr.recording.session.protocol import SessionStore
+from tether_clr.recording.session.steps import read_steps
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.records.scope import AgentPipelineScope
-from tether_clr.records.suspension import BatchSuspended, PendingApproval
+from tether_clr.records.suspension import BatchSuspended, PendingApproval, call_fingerprint
 from tether_clr.registry import ToolRegistry
 
 __all__ = ["GovernedBatch", "GovernedCalls", "loaded_names"]
@@ -102,7 +108,10 @@ class GovernedBatch:
       hand the request to the framework's human-in-the-loop;
     * ``waiting[call_id]``: (logged sessions only) the call came after a parked
       one in the model's order and was not admitted; it runs when the step is
-      resumed (its value: the call ids of the parked calls).
+      resumed (its value: the call ids of the parked calls); ``held[call_id]``
+      is its own request (canonical arguments, fingerprint) for a framework that
+      asks its human about every call of the step (pydantic-ai), to pass its
+      decision to :meth:`GovernedCalls.resume` or withdraw it there.
 
     ``additional_contexts``: what post-execute listeners added for the model.
     """
@@ -111,6 +120,7 @@ class GovernedBatch:
     asked: dict[str, PendingApproval] = field(default_factory=dict)
     waiting: dict[str, tuple[str, ...]] = field(default_factory=dict)
     additional_contexts: tuple[str, ...] = ()
+    held: dict[str, PendingApproval] = field(default_factory=dict)
 
 
 def loaded_names(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> list[str]:
@@ -122,10 +132,6 @@ def loaded_names(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> list[
     if not isinstance(value, dict):
         return []
     return [t["name"] for t in value.get("tools", ()) if isinstance(t, dict) and isinstance(t.get("name"), str)]
-
-
-def _mismatched(outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
-    return ToolExecutionOutcome.failed(outcome.call_id, outcome.name, ToolFailureCodes.DENIED, MISMATCH_MESSAGE, MISMATCH_REASON)
 
 
 class GovernedCalls:
@@ -163,7 +169,10 @@ class GovernedCalls:
         """Logged sessions: the calls parked by the last suspended batch, by call id (until :meth:`resume`)."""
         self.waiting: tuple[str, ...] = ()
         """Logged sessions: the call ids that wait behind the parked calls, in model order."""
+        self.held: dict[str, PendingApproval] = {}
+        """Logged sessions: the waiting calls' own requests, by call id (see :attr:`GovernedBatch.held`)."""
         self._suspended_turn: int | None = None
+        self._restored = False
         self._lock = anyio.Lock()
         self._scopes: dict[tuple[str, str], AgentPipelineScope] = {}
         self._assemblies: dict[tuple[int, str, str], ToolAssembly] = {}
@@ -258,7 +267,9 @@ class GovernedCalls:
         """Run ``calls`` (one model turn's, in model order, with the framework's call ids) as one batch.
 
         Not logged: approvals are asked, not parked (:attr:`GovernedBatch.asked`). Logged: one
-        turn of the session; an approval parks the step (:attr:`parked`), to :meth:`resume`.
+        turn of the session; an approval parks the step (:attr:`parked`), to :meth:`resume`; each
+        call behind it is in :attr:`GovernedBatch.waiting`, with its own request in
+        :attr:`GovernedBatch.held` (canonical arguments and fingerprint) for the framework's human.
         Infrastructure faults raise (the store's, a result policy's).
         """
         if self.store is None:
@@ -273,41 +284,77 @@ class GovernedCalls:
                 else:
                     batch.outcomes[outcome.call_id] = outcome
             return batch
-        return await self._run_logged(calls, assembly)
+        async with self._lock:
+            await self._check_not_parked()
+            result = await self._logged_turn(calls, assembly, DeferringApprovals())
+            if isinstance(result, BatchSuspended):
+                return self._suspended(calls, result)
+            return GovernedBatch({o.call_id: o for o in result}, additional_contexts=tuple(result.additional_contexts))
 
-    async def _run_logged(self, calls: Sequence[ToolCall], assembly: ToolAssembly) -> GovernedBatch:
+    async def _check_not_parked(self) -> None:
+        if self.parked:
+            raise RuntimeError(f"session {self.session_id!r} has a parked step: resume it before running another batch")
+
+    async def _logged_turn(
+        self, calls: Sequence[ToolCall], assembly: ToolAssembly, approval: ApprovalProvider
+    ) -> BatchOutcomes | BatchSuspended:
+        """One batch as one turn of the session log (``begin_turn``, the step's sink, ``end_turn``), shielded from
+        the caller's cancellation (:func:`~tether_clr.integrations.turns.shielded`); the turn is left open only when
+        the batch suspended (for :meth:`resume`) or the store itself failed (raised, for repair)."""
         store, session_id = self.store, self.session_id
         assert store is not None and session_id is not None
-        async with self._lock:
-            if self.parked:
-                raise RuntimeError(f"session {session_id!r} has a parked step: resume it before running another batch")
+
+        async def turn_of(token: CancellationToken) -> BatchOutcomes | BatchSuspended:
             turn = await store.begin_turn(session_id)
-            sink = store.sink(session_id, turn, 1)
-            result = await self.registry.execute_batch(
-                calls, assembly, self.max_parallelism, sink, approval=DeferringApprovals()
-            )
+            try:
+                result = await self.registry.execute_batch(
+                    calls, assembly, self.max_parallelism, store.sink(session_id, turn, 1), token, approval=approval
+                )
+            except BaseException as failure:
+                await _end_turn(store, session_id, turn, failure)
+                raise
             if isinstance(result, BatchSuspended):
                 self._suspended_turn = turn
-                return self._suspended(calls, result)
-            await store.end_turn(session_id, turn)
-            return GovernedBatch({o.call_id: o for o in result}, additional_contexts=tuple(result.additional_contexts))
+            else:
+                await store.end_turn(session_id, turn)
+            return result
+
+        return await shielded(turn_of)
 
     def _suspended(self, calls: Sequence[ToolCall], result: BatchSuspended) -> GovernedBatch:
         self.parked = {pending.call_id: pending for pending in result.pending}
         batch = GovernedBatch({o.call_id: o for o in result.delivered}, dict(self.parked),
                               additional_contexts=result.additional_contexts)
         parked_ids = tuple(self.parked)
-        for call in calls:
+        held: dict[str, PendingApproval] = {}
+        for index, call in enumerate(calls):
             if call.call_id not in batch.outcomes and call.call_id not in batch.asked:
                 batch.waiting[call.call_id] = parked_ids
+                held[call.call_id] = self._held(call, index, parked_ids)
+        batch.held.update(held)
         self.waiting = tuple(batch.waiting)
+        self.held = held
         return batch
 
-    async def run_decided(self, call: ToolCall, decision: Decision | None, assembly: ToolAssembly) -> ToolExecutionOutcome:
+    def _held(self, call: ToolCall, index: int, parked_ids: Sequence[str]) -> PendingApproval:
+        """The request a framework's human answers for a call that waits behind parked ones: its canonical
+        arguments and their fingerprint (its own decision binds to them; :meth:`resume`)."""
+        try:
+            arguments = read_arguments(call.arguments, self.registry.argument_limits).json
+        except (InvalidArgumentsJson, ValueError):
+            arguments = call.arguments  # refused again when it runs; the fingerprint still binds the raw text
+        return PendingApproval(call.call_id, call.name, arguments, call_fingerprint(call.name, arguments),
+                               f"runs after {', '.join(parked_ids)} {'is' if len(parked_ids) == 1 else 'are'} decided",
+                               index)
+
+    async def run_decided(
+        self, call: ToolCall, decision: Decision | Mismatch | None, assembly: ToolAssembly
+    ) -> ToolExecutionOutcome:
         """Run ``call`` again with the framework's ``decision`` (``(APPROVED|REJECTED, fingerprint)``).
 
         The decision applies only when the pipeline's fingerprint of the call equals
-        the decided one (else DENIED ``approval_mismatch``); ``None`` fails closed (DENIED).
+        the decided one (else DENIED ``approval_mismatch``, as for :data:`~tether_clr.integrations.approvals.MISMATCH`);
+        ``None`` fails closed (DENIED).
         Logged (``store=``): the call is one turn of the session, like :meth:`run`'s batches, but
         nothing parks (the decision is known): for a framework whose own checkpoint holds the
         suspension (LangGraph's ``interrupt()``), so the log holds the call once, when decided.
@@ -316,67 +363,126 @@ class GovernedCalls:
         if self.store is None:
             (outcome,) = await self.registry.execute_batch([call], assembly, 1, approval=approvals)
         else:
-            outcome = await self._run_decided_logged(call, assembly, approvals)
-        return _mismatched(outcome) if call.call_id in approvals.mismatched else outcome
+            async with self._lock:
+                await self._check_not_parked()
+                result = await self._logged_turn([call], assembly, approvals)
+                if isinstance(result, BatchSuspended):  # BoundApprovals never defers: a listener's own suspension
+                    self._suspended([call], result)
+                    raise RuntimeError(f"call {call.call_id!r} parked although its approval was decided")
+                (outcome,) = result
+        return mismatched(outcome) if call.call_id in approvals.mismatched else outcome
 
-    async def _run_decided_logged(self, call: ToolCall, assembly: ToolAssembly, approvals: BoundApprovals
-                                  ) -> ToolExecutionOutcome:
+    async def restore(self) -> bool:
+        """Logged: when no step is parked in memory, read the session's suspended step from the LOG (a step
+        parked by another instance or before a restart): its parked calls (:attr:`parked`, with the requests
+        recorded in ``approval/asked``) and the calls waiting behind them (:attr:`waiting`, :attr:`held`).
+        Returns whether a step is parked. Reads the log once per instance at most while nothing is parked."""
         store, session_id = self.store, self.session_id
-        assert store is not None and session_id is not None
-        async with self._lock:
-            if self.parked:
-                raise RuntimeError(f"session {session_id!r} has a parked step: resume it before running another batch")
-            turn = await store.begin_turn(session_id)
-            sink = store.sink(session_id, turn, 1)
-            result = await self.registry.execute_batch([call], assembly, 1, sink, approval=approvals)
-            if isinstance(result, BatchSuspended):  # BoundApprovals never defers: a listener's own suspension
-                self._suspended_turn = turn
-                self._suspended([call], result)
-                raise RuntimeError(f"call {call.call_id!r} parked although its approval was decided")
-            await store.end_turn(session_id, turn)
-            (outcome,) = result
-            return outcome
+        if store is None or session_id is None:
+            return False
+        if self.parked:
+            return True
+        if self._restored:
+            return False
+        self._restored = True
+        suspended = read_steps(await store.events(session_id)).suspended()
+        if not suspended:
+            return False
+        step = suspended[0]
+        parked: dict[str, PendingApproval] = {}
+        for position in step.parked:
+            asked = step.asked.get(position)
+            payload = asked.payload if asked is not None else {}
+            name, arguments, fingerprint = (payload.get(key) for key in ("name", "arguments", "fingerprint"))
+            if asked is None or not (isinstance(name, str) and isinstance(arguments, str) and isinstance(fingerprint, str)):
+                return False  # not a step this core can continue: registry.resume reports why
+            reason = payload.get("reason")
+            parked[asked.call_id or ""] = PendingApproval(
+                asked.call_id or "", name, arguments, fingerprint, reason if isinstance(reason, str) else None, position
+            )
+        first = step.parked[0]
+        behind = [
+            ToolCall(call["call_id"], call["name"], call["arguments"]) for call in sorted(
+                (c for c in step.proposed if isinstance(c.get("index"), int)), key=lambda c: c["index"])
+            if call["index"] > first and call["index"] not in step.results and call["index"] not in step.parked
+            and all(isinstance(call.get(key), str) for key in ("call_id", "name", "arguments"))
+        ]
+        self.parked = parked
+        self._suspended_turn = step.turn
+        ids = tuple(parked)
+        self.held = {call.call_id: self._held(call, first + 1 + i, ids) for i, call in enumerate(behind)}
+        self.waiting = tuple(self.held)
+        return True
 
-    async def resume(self, decisions: Mapping[str, Decision], assembly: ToolAssembly) -> GovernedBatch:
+    async def resume(
+        self,
+        decisions: Mapping[str, Decision | Mismatch],
+        assembly: ToolAssembly,
+        *,
+        withdrawn: Collection[str] = (),
+    ) -> GovernedBatch:
         """Logged: continue the parked step with the framework's decisions, by call id.
 
         Each decision is ``(APPROVED|REJECTED, fingerprint of the arguments the framework
-        runs)``; a parked call with no decision, or decided for another fingerprint, is
-        rejected (DENIED; ``approval_mismatch`` for the latter): fail closed. The step's
-        calls that waited run after it, through the whole pipeline (they may park in turn).
+        runs)`` or :data:`~tether_clr.integrations.approvals.MISMATCH`. A parked call with no
+        decision, or decided for another fingerprint, is rejected (DENIED; ``approval_mismatch``
+        for the latter): fail closed. The calls that waited run after it through the whole
+        pipeline; a decision given for one of them (bound to its :attr:`held` fingerprint)
+        answers the approval it asks (none: REJECTED, nothing parks again); ``withdrawn``: waiting
+        calls the framework's human denied: DENIED ``withdrawn``, recorded, no body runs.
+        The step is read from the log when this instance has none parked (:meth:`restore`).
         """
         store, session_id = self.store, self.session_id
         if store is None or session_id is None:
             raise RuntimeError("resume needs a logged session (store= and session_id=)")
         async with self._lock:
-            if not self.parked:
-                raise RuntimeError(f"no step of session {session_id!r} is parked by this adapter")
+            if not await self.restore():
+                raise RuntimeError(f"no step of session {session_id!r} is parked")
             bound: dict[str, tuple[ApprovalResult, str]] = {}
-            mismatched: set[str] = set()
+            mismatch: set[str] = set()
             for call_id, pending in self.parked.items():
                 decision = decisions.get(call_id)
                 if decision is None:
                     bound[call_id] = (ApprovalResult.REJECTED, pending.fingerprint)
-                elif decision[1] != pending.fingerprint:
-                    mismatched.add(call_id)
+                elif isinstance(decision, Mismatch) or decision[1] != pending.fingerprint:
+                    mismatch.add(call_id)
                     bound[call_id] = (ApprovalResult.REJECTED, pending.fingerprint)
                 else:
                     answer = ApprovalResult.APPROVED if decision[0] is ApprovalResult.APPROVED else ApprovalResult.REJECTED
                     bound[call_id] = (answer, pending.fingerprint)
-            result = await self.registry.resume(store, session_id, bound, assembly, max_parallelism=self.max_parallelism)
-            self.parked, self.waiting = {}, ()
+            later = BoundApprovals({k: v for k, v in decisions.items() if k not in self.parked})
+            withheld = [call_id for call_id in withdrawn if call_id in self.held]
+
+            async def resumed(token: CancellationToken) -> list[ToolExecutionOutcome] | BatchSuspended:
+                turn = self._suspended_turn
+                try:
+                    result = await self.registry.resume(store, session_id, bound, assembly, max_parallelism=self.max_parallelism,
+                                                        cancellation=token, approval=later, withdrawn=withheld)
+                except ValueError:
+                    raise  # refused before anything ran (nothing written): the step stays parked as it was
+                except BaseException as failure:
+                    self._forget()
+                    if turn is not None:
+                        await _end_turn(store, session_id, turn, failure)
+                    raise
+                self._forget()
+                if not isinstance(result, BatchSuspended) and turn is not None:
+                    await store.end_turn(session_id, turn)
+                return result
+
+            result = await shielded(resumed)
             if isinstance(result, BatchSuspended):
                 batch = self._suspended([], result)
             else:
-                turn, self._suspended_turn = self._suspended_turn, None
-                if turn is not None:
-                    await store.end_turn(session_id, turn)
                 batch = GovernedBatch({o.call_id: o for o in result},
                                       additional_contexts=tuple(getattr(result, "additional_contexts", ())))
-            for call_id in mismatched:
+            for call_id in mismatch | later.mismatched:
                 if call_id in batch.outcomes:
-                    batch.outcomes[call_id] = _mismatched(batch.outcomes[call_id])
+                    batch.outcomes[call_id] = mismatched(batch.outcomes[call_id])
             return batch
+
+    def _forget(self) -> None:
+        self.parked, self.waiting, self.held, self._suspended_turn = {}, (), {}, None
 
     async def cancel(self, reason: str) -> GovernedBatch:
         """Logged: abandon the parked step: its parked calls and the calls waiting behind them end
@@ -385,11 +491,26 @@ class GovernedCalls:
         if store is None or session_id is None:
             raise RuntimeError("cancel needs a logged session (store= and session_id=)")
         async with self._lock:
-            if not self.parked:
-                raise RuntimeError(f"no step of session {session_id!r} is parked by this adapter")
-            outcomes = await self.registry.cancel_suspended(store, session_id, reason)
-            self.parked, self.waiting = {}, ()
-            turn, self._suspended_turn = self._suspended_turn, None
-            if turn is not None:
-                await store.end_turn(session_id, turn)
-            return GovernedBatch({o.call_id: o for o in outcomes})
+            if not await self.restore():
+                raise RuntimeError(f"no step of session {session_id!r} is parked")
+
+            async def cancelled(token: CancellationToken) -> list[ToolExecutionOutcome]:
+                outcomes = await self.registry.cancel_suspended(store, session_id, reason)
+                turn = self._suspended_turn
+                self._forget()
+                if turn is not None:
+                    await store.end_turn(session_id, turn)
+                return outcomes
+
+            return GovernedBatch({o.call_id: o for o in await shielded(cancelled)})
+
+
+async def _end_turn(store: SessionStore, session_id: str, turn: int, failure: BaseException) -> None:
+    """End ``turn`` after its batch raised ``failure``, unless the store itself failed (a store fault
+    leaves the turn open for repair; the caller re-raises the fault)."""
+    if isinstance(failure, STORE_FAULTS):
+        return
+    try:
+        await store.end_turn(session_id, turn)
+    except Exception:  # the batch's own fault is the one to report; repair ends the turn
+        return

@@ -22,17 +22,21 @@ Needs ``pydantic-ai-slim`` (the ``pydantic-ai`` extra); built on
   with ``metadata={"fingerprint", "reason", "arguments"}``; the run ends with
   ``DeferredToolRequests``; the host answers ``DeferredToolResults(approvals=
   {call_id: True | ToolDenied(...)})`` and runs the agent again with the history.
-  An approved call reaches ``call_tool`` again (``ctx.tool_call_approved``) and the
-  pipeline gets ``APPROVED`` bound to the fingerprint of the arguments it was asked
-  about: approved with ``override_args`` that differ, it is DENIED
-  ``approval_mismatch``. A denied call never reaches the toolset (pydantic-ai
-  answers it with the ``ToolDenied`` message), and its body never runs.
+  A denied call never reaches the toolset (pydantic-ai answers it with the
+  ``ToolDenied`` message) and its body never runs. Without a store, an approved
+  call runs with ``APPROVED`` bound to the fingerprint the host was shown
+  (``DeferredToolResults.metadata[call_id]``, else the one this toolset asked
+  with; neither: DENIED ``approval_unknown``); other arguments (an edited
+  history, ``override_args``): DENIED ``approval_mismatch``. With a store, the
+  first approved call resumes the parked step once, from the log, with a
+  decision per approved call (the calls waiting behind a parked one have their
+  own requests) and the denied waiting calls withdrawn; see docs/integrations.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -44,7 +48,6 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    ToolCallPart,
     ToolReturn,
     ToolReturnPart,
 )
@@ -53,13 +56,15 @@ from pydantic_ai.toolsets.abstract import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from tether_clr.catalog.views import ToolAssembly
+from tether_clr.foundations.arguments import InvalidArgumentsJson, read_arguments
 from tether_clr.foundations.json_values import to_json_text
+from tether_clr.integrations.approvals import MISMATCH, Decision, Mismatch
+from tether_clr.integrations.content import loaded_from_metadata, loaded_metadata, outcome_parts
 from tether_clr.integrations.failures import failure_text
 from tether_clr.integrations.governed import GovernedBatch, GovernedCalls, loaded_names
 from tether_clr.integrations.tracing import adopted_spans, span_to_adopt
 from tether_clr.projections.source import shown_tools
 from tether_clr.recording.session.protocol import SessionStore
-from tether_clr.records.content import ImagePart, TextPart
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
@@ -69,7 +74,11 @@ from tether_clr.registry import ToolRegistry
 
 __all__ = ["GovernedToolset"]
 
-METADATA_KEY = "tether_clr"
+_MEMORY = 1024  # calls whose shown fingerprint, and runs whose approvals, are remembered (oldest dropped)
+UNKNOWN_APPROVAL = (
+    "approved, but this toolset did not ask for this call's approval and DeferredToolResults.metadata does not "
+    "carry the fingerprint it was shown (pass DeferredToolRequests.metadata back): it does not apply"
+)
 _ANY_OBJECT = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 
 
@@ -140,6 +149,22 @@ class _Turn:
                 return
 
 
+class _Resume:
+    """The approved calls of one resumed run, answered from ONE resume of the parked step.
+
+    pydantic-ai validates every call of the resumed response before it runs any, so when the first approved
+    call reaches ``call_tool`` the toolset knows every call the host approved (the validator recorded them):
+    the calls of the step it does not hold were denied. The resume runs once, with a decision per approved
+    call and the denied waiting calls withdrawn; each approved call is answered from it whenever its own
+    ``call_tool`` comes (together, or one by one in ``sequential`` mode), and the record is dropped once the
+    last one was answered.
+    """
+
+    def __init__(self, approved: dict[str, dict[str, Any]]) -> None:
+        self.approved = approved  # call id -> the arguments pydantic-ai runs it with (override_args included)
+        self.turn = _Turn([ToolCall(call_id, "", "{}") for call_id in approved])
+
+
 class GovernedToolset(AbstractToolset[Any]):
     """The governed catalog, per step, as a pydantic-ai toolset (see the module docstring for the rules).
 
@@ -147,9 +172,9 @@ class GovernedToolset(AbstractToolset[Any]):
     ``RunContext.deps``; a raise or a non-``RequestContext`` fails the run with
     :class:`~tether_clr.integrations.IdentityError`); ``scope``; ``store`` and
     ``session_id`` to log every model turn's batch as a turn of that session and
-    park approvals durably (one toolset per session: its batches are serialized);
-    ``max_parallelism``; ``id`` (pydantic-ai's toolset id); ``max_retries``: how
-    often the model may retry a call refused INVALID_ARGS.
+    park approvals durably (one toolset per session at a time: its batches are serialized;
+    a parked step is read back from the log by a new toolset); ``max_parallelism``; ``id``
+    (pydantic-ai's toolset id); ``max_retries``: how often the model may retry a call refused INVALID_ARGS.
     """
 
     def __init__(
@@ -172,7 +197,10 @@ class GovernedToolset(AbstractToolset[Any]):
         self._id = id
         self.max_retries = max_retries
         self._turns: dict[tuple[Any, ...], _Turn] = {}
-        self._offer: tuple[str, ToolAssembly, dict[str, ToolsetTool[Any]]] | None = None
+        self._offer: tuple[str, AgentPipelineScope | None, ToolAssembly, dict[str, GovernedTool]] | None = None
+        self._asked: dict[str, str] = {}  # not logged: call id -> the fingerprint its ApprovalRequired showed
+        self._approvals: dict[Any, dict[str, dict[str, Any]]] = {}  # logged: run id -> approved call id -> its args
+        self._resumes: dict[Any, _Resume] = {}  # logged: run id -> the resume its approved calls answer from
 
     @property
     def id(self) -> str | None:
@@ -180,19 +208,24 @@ class GovernedToolset(AbstractToolset[Any]):
 
     # ------------------------------------------------------------------ offer
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        if self.core.parked:
-            await self._settle_denied(ctx.messages)
-        assembly = self.core.assemble(ctx.deps, _loaded_from(ctx.messages), ctx.conversation_id or ctx.run_id)
+        core = self.core
+        assembly = core.assemble(ctx.deps, _loaded_from(ctx.messages), ctx.conversation_id or ctx.run_id)
+        if core.logged and await core.restore():
+            await self._settle_denied(ctx.messages, assembly)
         cached = self._offer
-        if cached is not None and cached[0] == assembly.digest and cached[1].scope is assembly.scope:
-            return dict(cached[2])  # the same tools, versions and policy as the last step: the same offer
-        tools = self._tools(assembly)
-        self._offer = (assembly.digest, assembly, tools)
+        if cached is not None and cached[0] == assembly.digest and cached[1] is assembly.scope:
+            if cached[2] is assembly:
+                return dict(cached[3])  # the same assembly (the same request): the same offer
+            tools = {name: replace(tool, assembly=assembly) for name, tool in cached[3].items()}  # this request's
+        else:
+            tools = self._tools(assembly)
+        self._offer = (assembly.digest, assembly.scope, assembly, tools)
         return dict(tools)
 
-    def _tools(self, assembly: ToolAssembly) -> dict[str, ToolsetTool[Any]]:
+    def _tools(self, assembly: ToolAssembly) -> dict[str, GovernedTool]:
         shown = shown_tools(assembly)
         offered = frozenset(tool.name for tool in shown)
+        validate = self._validated if self.core.logged else None
         return {
             tool.name: GovernedTool(
                 toolset=self,
@@ -201,30 +234,33 @@ class GovernedToolset(AbstractToolset[Any]):
                 ),
                 max_retries=self.max_retries,
                 args_validator=_ANY_OBJECT,
+                args_validator_func=validate,
                 assembly=assembly,
                 offered=offered,
             )
             for tool in shown
         }
 
-    async def _settle_denied(self, messages: Sequence[ModelMessage]) -> None:
-        """Logged: a parked step whose every call the host denied never reaches ``call_tool``; when the
-        history shows them answered, the step ends here: rejected (DENIED) when nothing waited behind
-        them, else cancelled (the waiting calls were denied too, so none of them may run)."""
+    def _validated(self, ctx: RunContext[Any], **arguments: Any) -> None:
+        """Logged: pydantic-ai validates every call of a resumed response before running any: note the approved
+        ones (and the arguments they run with), so the resume knows every call the host approved."""
+        if ctx.tool_call_approved and ctx.tool_call_id is not None:
+            approved = self._approvals.setdefault(ctx.run_id, {})
+            if len(self._approvals) > _MEMORY:
+                self._approvals.pop(next(iter(self._approvals)))
+            approved[ctx.tool_call_id] = arguments
+
+    async def _settle_denied(self, messages: Sequence[ModelMessage], assembly: ToolAssembly) -> None:
+        """Logged: a parked step whose every parked call the host denied never reaches ``call_tool`` (an approved
+        one would have resumed it); when the history shows the parked calls answered, the step ends here: the
+        parked calls rejected (DENIED) and the calls that waited behind them withdrawn (DENIED, never run)."""
         answered = {
-            part.tool_call_id: part.outcome
+            part.tool_call_id
             for message in messages if isinstance(message, ModelRequest)
             for part in message.parts if isinstance(part, ToolReturnPart)
         }
-        if not all(call_id in answered for call_id in self.core.parked):
-            return
-        if self.core.waiting:
-            await self.core.cancel("denied through DeferredToolResults")
-        else:
-            assembly = self._offer[1] if self._offer is not None else None
-            if assembly is None:
-                return
-            await self.core.resume({}, assembly)
+        if all(call_id in answered for call_id in self.core.parked):
+            await self.core.resume({}, assembly, withdrawn=self.core.waiting)
 
     # ------------------------------------------------------------------ calls
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
@@ -233,7 +269,10 @@ class GovernedToolset(AbstractToolset[Any]):
         call_id = ctx.tool_call_id or ""
         span = span_to_adopt(call_id)  # pydantic-ai's execute_tool span of this call, when it traces
         if ctx.tool_call_approved:
-            outcome = await self._approved(name, call_id, tool_args, ctx, tool, span)
+            if self.core.logged:
+                outcome = await self._resumed(name, call_id, tool_args, ctx, tool, span)
+            else:
+                outcome = await self._approved(name, call_id, tool_args, ctx, tool, span)
             return _answer(outcome, tool.assembly)
         turn, key, first = self._turn(ctx, tool, call_id, name, tool_args)
         turn.arrive(call_id, span)
@@ -254,13 +293,14 @@ class GovernedToolset(AbstractToolset[Any]):
 
     def _turn(self, ctx: RunContext[Any], tool: GovernedTool, call_id: str, name: str, tool_args: dict[str, Any]
               ) -> tuple[_Turn, tuple[Any, ...], bool]:
-        response = _last_response(ctx.messages)
-        key: tuple[Any, ...] = (ctx.run_id, id(response), len(ctx.messages))
+        messages = ctx.messages
+        index = _last_response(messages)
+        key: tuple[Any, ...] = (ctx.run_id, index, len(messages))
         turn = self._turns.get(key)
         if turn is not None and call_id in turn.ids:
             return turn, key, False
-        calls = _open_calls(ctx.messages, tool.offered)
-        if call_id not in {call.call_id for call in calls}:  # not found in the history: run it alone
+        calls = _open_calls(messages, index, tool.offered)
+        if not any(call.call_id == call_id for call in calls):  # not found in the history: run it alone
             calls = [ToolCall(call_id, name, to_json_text(tool_args))]
             key = (*key, call_id)
         turn = self._turns[key] = _Turn(calls)
@@ -274,73 +314,103 @@ class GovernedToolset(AbstractToolset[Any]):
             raise turn.error
         batch = turn.batch
         assert batch is not None
-        return _from_batch(batch, call_id, assembly)
+        return self._from_batch(batch, call_id, assembly)
+
+    def _from_batch(self, batch: GovernedBatch, call_id: str, assembly: ToolAssembly) -> Any:
+        outcome = batch.outcomes.get(call_id)
+        if outcome is not None:
+            return _answer(outcome, assembly)
+        asked = batch.asked.get(call_id)
+        if asked is not None:
+            if not self.core.logged:  # what the host is shown is what its approval binds to
+                if len(self._asked) >= _MEMORY:
+                    self._asked.pop(next(iter(self._asked)))
+                self._asked[call_id] = asked.fingerprint
+            raise ApprovalRequired({"fingerprint": asked.fingerprint, "reason": asked.reason, "arguments": asked.arguments})
+        held = batch.held.get(call_id)
+        if held is not None:
+            raise ApprovalRequired({"fingerprint": held.fingerprint, "reason": held.reason, "arguments": held.arguments,
+                                    "waiting_for": list(batch.waiting.get(call_id, ()))})
+        raise ToolFailed(f"{failure_marker(str(ToolFailureCodes.UNAVAILABLE))}: call {call_id!r} was not part of its batch")
 
     async def _approved(
         self, name: str, call_id: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: GovernedTool, span: Any | None
     ) -> ToolExecutionOutcome:
-        """A call the host approved through ``DeferredToolResults``: run it with the decision bound to its fingerprint."""
-        asked = _call_part(ctx.messages, call_id)
-        asked_args = None if asked is None else asked.args_as_dict()
-        if not self.core.logged:
-            original = ToolCall(call_id, name, asked.args_as_json_str() if asked is not None else to_json_text(tool_args))
-            with adopted_spans({} if span is None else {call_id: span}):
-                request = await self.core.approval_request(original, tool.assembly)
-                decision = None if request is None else (ApprovalResult.APPROVED, request.fingerprint)
-                return await self.core.run_decided(ToolCall(call_id, name, to_json_text(tool_args)), decision, tool.assembly)
-        # Logged: every approved call of the resumed response arrives now (pydantic-ai starts them together);
-        # the first waits a few scheduler turns for its siblings, then resumes the parked step once for all.
-        key = ("resume", ctx.run_id, *(c.call_id for c in _open_calls(ctx.messages, tool.offered)))
-        turn = self._turns.get(key)
-        first = turn is None
-        if turn is None:
-            turn = self._turns[key] = _Turn([])
-        turn.approved[call_id] = tool_args if asked_args is None or tool_args == asked_args else {"\0": "changed"}
+        """Not logged: a call the host approved through ``DeferredToolResults``, run with the approval bound to the
+        fingerprint the host was shown: ``DeferredToolResults.metadata[call_id]`` (the request's metadata handed
+        back), else the one this toolset showed; with neither, or for other arguments, it is DENIED."""
+        metadata = ctx.tool_call_metadata
+        shown = metadata.get("fingerprint") if isinstance(metadata, dict) else None
+        remembered = self._asked.pop(call_id, None)
+        if not isinstance(shown, str):
+            shown = remembered
+        decision = None if shown is None else (ApprovalResult.APPROVED, shown)
+        with adopted_spans({} if span is None else {call_id: span}):
+            outcome = await self.core.run_decided(ToolCall(call_id, name, to_json_text(tool_args)), decision, tool.assembly)
+        if shown is None and outcome.code is ToolFailureCodes.DENIED:
+            return ToolExecutionOutcome.failed(call_id, name, ToolFailureCodes.DENIED, UNKNOWN_APPROVAL, "approval_unknown")
+        return outcome
+
+    async def _resumed(
+        self, name: str, call_id: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: GovernedTool, span: Any | None
+    ) -> ToolExecutionOutcome:
+        """Logged: a call the host approved. The first of the run's approved calls resumes the parked step (from the
+        log when this toolset did not park it) once for all of them; each is answered from that resume."""
+        key = ctx.run_id
+        resume = self._resumes.get(key)
+        first = resume is None or call_id not in resume.approved
+        if first:
+            approved = self._approvals.pop(key, {})
+            approved.setdefault(call_id, tool_args)
+            resume = self._resumes[key] = _Resume(approved)
+        assert resume is not None
+        turn = resume.turn
         turn.arrive(call_id, span)
         if first:
             try:
-                for _ in range(3):
-                    await anyio.sleep(0)
-                decisions = {}
-                for approved_id, arguments in turn.approved.items():
-                    pending = self.core.parked.get(approved_id)
-                    if pending is not None:
-                        same = arguments != {"\0": "changed"}
-                        decisions[approved_id] = (ApprovalResult.APPROVED, pending.fingerprint if same else "changed")
+                if span is not None:  # traced: adopt the spans of the approved calls that arrive together
+                    await turn.gathered()
                 with adopted_spans(turn.spans):
-                    turn.batch = await self.core.resume(decisions, tool.assembly)
+                    turn.batch = await self._resume_step(resume.approved, tool.assembly)
             except BaseException as exc:
                 turn.error = exc
                 raise
             finally:
-                turn.calls = [ToolCall(c, "", "{}") for c in turn.approved]
                 turn.done.set()
         else:
             await turn.done.wait()
         turn.answered.add(call_id)
-        if len(turn.answered) >= len(turn.approved):
-            self._turns.pop(key, None)
+        if turn.answered >= turn.ids:
+            self._resumes.pop(key, None)
         if turn.error is not None:
             raise turn.error
         assert turn.batch is not None
         found = turn.batch.outcomes.get(call_id)
         if found is None:
             return ToolExecutionOutcome.failed(call_id, name, ToolFailureCodes.UNAVAILABLE,
-                                               "the call is still waiting for another call's approval", "approval_waiting")
+                                               "the call is not part of the resumed step (no step of the session "
+                                               "holds it parked or waiting)", "approval_stale")
         return found
 
-
-def _from_batch(batch: GovernedBatch, call_id: str, assembly: ToolAssembly) -> Any:
-    outcome = batch.outcomes.get(call_id)
-    if outcome is not None:
-        return _answer(outcome, assembly)
-    asked = batch.asked.get(call_id)
-    if asked is not None:
-        raise ApprovalRequired({"fingerprint": asked.fingerprint, "reason": asked.reason, "arguments": asked.arguments})
-    waiting = batch.waiting.get(call_id)
-    if waiting is not None:
-        raise ApprovalRequired({"waiting_for": list(waiting), "reason": "runs after the calls it waits for are decided"})
-    raise ToolFailed(f"{failure_marker(str(ToolFailureCodes.UNAVAILABLE))}: call {call_id!r} was not part of its batch")
+    async def _resume_step(self, approved: dict[str, dict[str, Any]], assembly: ToolAssembly) -> GovernedBatch:
+        """Resume the parked step: a decision per approved call of the step (MISMATCH when pydantic-ai runs it with
+        other arguments than the log's), the waiting calls the host did not approve withdrawn."""
+        core = self.core
+        if not await core.restore():
+            return GovernedBatch()
+        limits = core.registry.argument_limits
+        decisions: dict[str, Decision | Mismatch] = {}
+        for call_id, arguments in approved.items():
+            pending = core.parked.get(call_id) or core.held.get(call_id)
+            if pending is None:
+                continue
+            try:
+                same = read_arguments(to_json_text(arguments), limits).json == pending.arguments
+            except (InvalidArgumentsJson, ValueError):
+                same = False
+            decisions[call_id] = (ApprovalResult.APPROVED, pending.fingerprint) if same else MISMATCH
+        withdrawn = [call_id for call_id in core.waiting if call_id not in approved]
+        return await core.resume(decisions, assembly, withdrawn=withdrawn)
 
 
 def _answer(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> Any:
@@ -349,63 +419,41 @@ def _answer(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> Any:
         if outcome.failure.code is ToolFailureCodes.INVALID_ARGS:
             raise ModelRetry(failure_text(outcome))
         raise ToolFailed(failure_text(outcome))
-    content = outcome.content  # made on each read: read once
-    texts = [part.text for part in content if isinstance(part, TextPart)]
-    images = [BinaryContent(part.data, media_type=part.mime_type) for part in content if isinstance(part, ImagePart)]
+    parts = outcome_parts(outcome)
     loaded = loaded_names(outcome, assembly)
-    if not images and not loaded:
-        return "\n".join(texts)
-    return ToolReturn(
-        return_value="\n".join(texts), content=images or None,
-        metadata={METADATA_KEY: {"loaded": loaded}} if loaded else None,
-    )
+    if not parts.images and not loaded:
+        return parts.text
+    images = [BinaryContent(part.data, media_type=part.mime_type) for part in parts.images]
+    return ToolReturn(return_value=parts.text, content=images or None, metadata=loaded_metadata(loaded))
 
 
 def _loaded_from(messages: Sequence[ModelMessage]) -> list[str]:
     """The deferred tools earlier searches of this conversation loaded (read from their tool returns' metadata)."""
-    names: list[str] = []
-    for message in messages:
-        if not isinstance(message, ModelRequest):
-            continue
-        for part in message.parts:
-            metadata = getattr(part, "metadata", None)
-            if isinstance(metadata, dict) and isinstance(metadata.get(METADATA_KEY), dict):
-                found = metadata[METADATA_KEY].get("loaded")
-                if isinstance(found, list):
-                    names.extend(name for name in found if isinstance(name, str))
-    return names
+    return loaded_from_metadata(
+        getattr(part, "metadata", None) for message in messages if isinstance(message, ModelRequest) for part in message.parts
+    )
 
 
-def _last_response(messages: Sequence[ModelMessage]) -> ModelResponse | None:
-    for message in reversed(messages):
-        if isinstance(message, ModelResponse):
-            return message
-    return None
-
-
-def _open_calls(messages: Sequence[ModelMessage], offered: frozenset[str]) -> list[ToolCall]:
-    """The calls of the last model response that this toolset offered and that have no result yet, in model order."""
+def _last_response(messages: Sequence[ModelMessage]) -> int:
+    """The index of the last model response in ``messages`` (-1 when there is none)."""
     for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, ModelResponse):
-            answered = {
-                getattr(part, "tool_call_id", None)
-                for later in messages[index + 1:] if isinstance(later, ModelRequest)
-                for part in later.parts
-            }
-            return [
-                ToolCall(part.tool_call_id, part.tool_name, part.args_as_json_str())
-                for part in message.tool_calls
-                if part.tool_name in offered and part.tool_call_id not in answered
-            ]
-    return []
+        if isinstance(messages[index], ModelResponse):
+            return index
+    return -1
 
 
-def _call_part(messages: Sequence[ModelMessage], call_id: str) -> ToolCallPart | None:
-    for message in reversed(messages):
-        if isinstance(message, ModelResponse):
-            for part in message.tool_calls:
-                if part.tool_call_id == call_id:
-                    return part
-    return None
-
+def _open_calls(messages: Sequence[ModelMessage], index: int, offered: frozenset[str]) -> list[ToolCall]:
+    """The calls of the model response at ``index`` that this toolset offered and that have no result yet, in model order."""
+    if index < 0:
+        return []
+    message = messages[index]
+    assert isinstance(message, ModelResponse)
+    later = messages[index + 1:]
+    answered = {
+        getattr(part, "tool_call_id", None) for request in later if isinstance(request, ModelRequest) for part in request.parts
+    } if later else ()
+    return [
+        ToolCall(part.tool_call_id, part.tool_name, part.args_as_json_str())
+        for part in message.tool_calls
+        if part.tool_name in offered and part.tool_call_id not in answered
+    ]

@@ -418,3 +418,48 @@ async def test_a_sink_wrapper_that_drops_the_approval_hooks_is_refused(store: Sq
     attempt = lambda: registry.resume(store, session, {"call_1": ApprovalResult.APPROVED}, wrap_sink=Narrow)  # noqa: E731
     error = await _unchanged(store, session, bodies, attempt)
     assert "wrap_sink must forward" in str(error)
+
+
+# ------------------------------------------------------------------ withdrawn waiting calls, their own approver
+async def test_a_waiting_call_withdrawn_on_resume_ends_denied_recorded_and_never_runs(store: SqlSessionStore) -> None:
+    bodies: list[str] = []
+    registry = tools(bodies)
+    session = new_session()
+    await suspend(store, registry, session)
+    catalog = registry.assemble(CONTEXT, scope_of(session))
+    outcomes = await registry.resume(store, session, {"call_1": ApprovalResult.APPROVED}, catalog, withdrawn=["call_3"])
+    assert isinstance(outcomes, list)
+    assert [(o.call_id, o.code and str(o.code), o.reason) for o in outcomes] == [
+        ("call_0", None, None), ("call_1", None, None), ("call_2", None, None), ("call_3", "DENIED", "withdrawn"),
+    ]
+    assert bodies == ["echo a", "delete /tmp/x", "echo b"]  # solo c never ran
+    await store.end_turn(session, 1)
+    events = await store.events(session)
+    results = {e.call_id: e.payload for e in events if e.kind == "tool/result"}
+    assert results["call_3"]["code"] == "DENIED" and results["call_3"]["reason"] == "withdrawn"
+    assert log_violations(events) == []
+
+
+async def test_withdrawing_a_call_that_does_not_wait_is_refused_and_runs_nothing(store: SqlSessionStore) -> None:
+    bodies: list[str] = []
+    registry = tools(bodies)
+    session = new_session()
+    await suspend(store, registry, session)
+    catalog = registry.assemble(CONTEXT, scope_of(session))
+    for wrong in (["call_0"], ["call_1"], ["nope"]):  # delivered, parked, unknown
+        with pytest.raises(ValueError, match="no call waits"):
+            await registry.resume(store, session, {"call_1": ApprovalResult.APPROVED}, catalog, withdrawn=wrong)
+    assert bodies == ["echo a"] and leases(store, session) == 0
+
+
+async def test_a_resumed_step_asks_the_given_approver_for_the_calls_after_the_parked_one(store: SqlSessionStore) -> None:
+    bodies: list[str] = []
+    registry = tools(bodies)
+    session = new_session()
+    calls = [call("call_0", "delete", {"path": "/a"}), call("call_1", "solo", {"text": "x"}), call("call_2", "delete", {"path": "/b"})]
+    await suspend(store, registry, session, calls)
+    catalog = registry.assemble(CONTEXT, scope_of(session))
+    outcomes = await registry.resume(store, session, {"call_0": ApprovalResult.APPROVED}, catalog,
+                                     approval=Approver(ApprovalResult.APPROVED))
+    assert isinstance(outcomes, list) and codes(outcomes) == [None, None, None]
+    assert bodies == ["delete /a", "echo x", "delete /b"]  # the registry's approver (DEFERRED) was not asked

@@ -20,7 +20,7 @@ the parked call's approval step is answered by the decision (recorded as
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -245,6 +245,7 @@ async def resume_step(
     *,
     view: SealedToolCatalogView | None = None,
     wrap_sink: Callable[[ToolCallSink], ToolCallSink] | None = None,
+    withdrawn: Collection[str] = (),
 ) -> list[ToolExecutionOutcome] | BatchSuspended:
     """Continue the session's suspended step with the approvers' decisions (see :meth:`ToolRegistry.resume`).
 
@@ -261,7 +262,7 @@ async def resume_step(
             view = _default_view(catalog, claim.session_id, step, first)
         sink = store.sink(claim.session_id, step.turn, step.step, claim=claim)
         contexts = tuple(text for position, _, text in step_contexts(step) if position < first)
-        point = ResumePoint(first, frozenset(step.declared), decided, prior, contexts)
+        point = ResumePoint(first, frozenset(step.declared), decided, prior, contexts, _withdrawn(step, first, withdrawn))
         wrapped: ToolCallSink = sink if wrap_sink is None else wrap_sink(sink)
         hooks = HookSet.of(wrapped)
         if hooks is None or not hooks.parks_approvals:
@@ -275,6 +276,25 @@ async def resume_step(
     finally:
         with anyio.CancelScope(shield=True):  # ...unless it was cancelled before it started
             await sink.abandon()
+
+
+def _withdrawn(step: StepLog, first: int, withdrawn: Collection[str]) -> frozenset[int]:
+    """The positions of the ``withdrawn`` call ids: each must be a call after the first parked one that is
+    neither parked nor delivered (a call waiting behind the parked ones); ValueError otherwise."""
+    if isinstance(withdrawn, str):
+        raise TypeError("withdrawn must be a collection of call ids, not one str")
+    if not withdrawn:
+        return frozenset()
+    parked = set(step.parked)
+    waiting = {
+        call.get("call_id"): call["index"] for call in step.proposed
+        if isinstance(call.get("index"), int) and call["index"] > first and call["index"] not in parked
+        and call["index"] not in step.results
+    }
+    unknown = sorted(str(call_id) for call_id in withdrawn if call_id not in waiting)
+    if unknown:
+        raise ValueError(f"no call waits behind the parked ones with the id {', '.join(map(repr, unknown))}")
+    return frozenset(waiting[call_id] for call_id in withdrawn)
 
 
 async def cancel_step(store: SessionStore, session_id: str, reason: str) -> list[ToolExecutionOutcome]:
