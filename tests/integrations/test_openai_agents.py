@@ -310,3 +310,19 @@ async def test_with_a_store_approved_calls_of_one_turn_resumed_together_each_run
         events = await store.events("s1")
         assert log_violations(events) == []
         assert len([e for e in events if e.kind == "turn/start"]) == 3
+
+
+async def test_asking_whether_a_call_needs_approval_never_runs_its_body_even_when_a_listener_allows_it() -> None:
+    """With a pre-execute listener registered, every tool may need approval, so needs_approval asks the
+    pipeline; a listener that allows must not let that question run the body: it runs once, when invoked."""
+    ran: list[str] = []
+    registry = _registry(ran)
+
+    async def allow(execution: Any, next_: Any) -> Any:
+        return await next_()
+
+    registry.register_pre_execute_listener(None, allow)
+    model = ScriptedModel([call("add", {"a": 2, "b": 3}, "c1")], "done")
+    result = await _run(model, governed_tools(registry, context=ACME))
+    assert result.final_output == "done" and model.outputs()["c1"] == "5"
+    assert ran == ["add 2 3"]

@@ -51,6 +51,8 @@ import anyio.lowlevel
 
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import SealedToolCatalogView
+from tether_clr.execution.admission import admission_only_active, admitted_not_run
+from tether_clr.execution.approval_records import ApprovalRecords
 from tether_clr.execution.auditing import audit_record, tell_auditors
 from tether_clr.execution.children import ChildCalling, ChildOrigin, ChildSink, too_deep
 from tether_clr.execution.grants import GrantingApproval
@@ -62,7 +64,7 @@ from tether_clr.execution.listeners import ListenerSnapshot
 from tether_clr.execution.observing import ObservedBatch, observe_batch
 from tether_clr.execution.pipeline import CallPipeline
 from tether_clr.execution.pool import Pool, Slot, Worker, not_dispatched
-from tether_clr.execution.ports import ApprovalProvider, Declaration, ToolCallSink, declaring, told
+from tether_clr.execution.ports import ApprovalProvider, Declaration, ToolCallSink, told
 from tether_clr.execution.resumption import ResumePoint, already_approved, withdrawn_outcome
 from tether_clr.execution.retries import run_attempts
 from tether_clr.execution.timeouts import Timeouts
@@ -70,7 +72,7 @@ from tether_clr.foundations.cancellation import CancellationSource, Cancellation
 from tether_clr.foundations.errors import BatchAbortedError, ResultPolicyError, SinkError
 from tether_clr.foundations.text import describe_exception
 from tether_clr.records.contexts import BatchOutcomes
-from tether_clr.records.decisions import ApprovalResult, ToolExecutionMode
+from tether_clr.records.decisions import ToolExecutionMode
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import BatchSuspended, PendingApproval
@@ -117,15 +119,18 @@ class BatchRun:
         self._view = view
         self._sink = sink
         self._hooks = HookSet.of(sink)
+        self._records = ApprovalRecords(self._hooks, self._abort)
+        self._admission_only = admission_only_active()
+        if self._admission_only:  # a question about the calls, not their execution: nothing to trace or count
+            self._instrumentation = None
         self._resume = resume
         if approval is not None and self._hooks is not None and (self._hooks.asked or self._hooks.decided):
-            approval = RecordingApproval(approval, self._hooks, self._record_approval)
+            approval = RecordingApproval(approval, self._hooks, self._records.record)
         if approval is not None and self._hooks is not None and self._hooks.holds_grants:  # "always" answers are remembered
-            approval = GrantingApproval(approval, self._hooks, self._record_approval)
+            approval = GrantingApproval(approval, self._hooks, self._records.record)
         # A parked call must be findable later: only a sink that records approvals can hold it.
         self._can_park = self._hooks is not None and self._hooks.parks_approvals
         self._parked: list[PendingApproval] = []
-        self._authorizing: Declaration | None = None  # the call being authorized (admission is sequential)
         self._flushes = self._hooks is not None and self._hooks.flushes
         self._committing = False  # a commit runs behind the delivery
         depth = 0 if origin is None else origin.depth
@@ -218,40 +223,6 @@ class BatchRun:
                 observed.finished(error)
             if hooks is not None:  # the batch is raising: tell the sink, without hiding why
                 await hooks.aborted()
-
-    async def _record_approval(
-        self, hook: Callable[..., Awaitable[Any]] | None, execution: ToolExecution, value: object, what: str, *more: object
-    ) -> Any:
-        """Tell the sink about an approval request, decision or grant (``what``), naming the call being
-        authorized; returns what the hook returned.
-
-        A sink failure aborts the batch and raises, so the call is refused, never run.
-        """
-        if hook is None:
-            return None
-        with declaring(self._authorizing):
-            try:
-                return await hook(execution, value, *more)
-            except Exception as exc:
-                fault = SinkError(f"sink failed to record the approval {what} of call {execution.call_id!r}: {describe_exception(exc)}")
-                self._abort(fault)
-                raise fault from exc
-
-    async def _record_resumed_decision(self, slot: Slot, execution: ToolExecution, decision: ApprovalResult) -> bool:
-        """A parked call's decision, taken while its step was suspended: recorded before anything else
-        runs for the call (so the log never shows a result after ``deferred`` without the decision that
-        allowed it); anything but APPROVED refuses the call here. True when the call goes on."""
-        try:
-            await self._record_approval(None if self._hooks is None else self._hooks.decided, execution, decision, "decision")
-        except SinkError:  # the batch is aborting: the call does not run
-            slot.finish(not_dispatched(execution, self._token))
-            return False
-        if decision is ApprovalResult.APPROVED:
-            return True
-        if slot.observed is not None:
-            slot.observed.stage = "approval"
-        slot.finish(CallPipeline.refused_by(execution, decision))
-        return False
 
     async def _flush(self) -> bool:
         """A durability point; False when the sink failed (the batch is aborting)."""
@@ -432,10 +403,10 @@ class BatchRun:
                 slot.observed.stage = "pre_execute"
             slot.finish(not_dispatched(execution, token))
             return None
-        self._authorizing = slot.declaration
+        self._records.authorizing = slot.declaration
         resume = self._resume
         decision = None if resume is None else resume.decided.get(slot.declaration.index)
-        if decision is not None and not await self._record_resumed_decision(slot, execution, decision):
+        if decision is not None and not await self._records.resumed_decision(slot, execution, decision, self._token):
             return None
         if resume is not None and slot.declaration.index in resume.withdrawn:
             slot.finish(withdrawn_outcome(execution))
@@ -446,6 +417,9 @@ class BatchRun:
         assert entry is not None
         refusal = await self._pipeline.authorize(execution, entry, None if decision is None else already_approved, slot.observed)
         if refusal is None:
+            if self._admission_only:  # asked whether it would run, not to run it
+                slot.finish(admitted_not_run(execution))
+                return None
             return execution, entry
         if isinstance(refusal, PendingApproval):
             if not self._can_park:  # nowhere durable to park it: fail closed rather than lose the call

@@ -73,6 +73,7 @@ import anyio
 from tether_clr.catalog.reuse import keepable, reused
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.records.contexts import BatchOutcomes
+from tether_clr.execution.admission import admission_only
 from tether_clr.execution.ports import ApprovalProvider
 from tether_clr.foundations.arguments import InvalidArgumentsJson, read_arguments
 from tether_clr.foundations.cancellation import CancellationToken
@@ -253,12 +254,14 @@ class GovernedCalls:
     async def approval_request(self, call: ToolCall, assembly: ToolAssembly) -> PendingApproval | None:
         """The approval the pipeline would ask for ``call`` (name, canonical arguments, fingerprint, reason), or None.
 
-        Runs the call through the pipeline up to its approval step with
-        :class:`CapturingApprovals`, which rejects: no body runs and nothing is
-        logged. For a framework that asks before invoking (``needs_approval``).
+        Runs the call through the pipeline's admission (pre-execute waterfall, approval,
+        guards, re-authorization) with :class:`CapturingApprovals`, which rejects, inside
+        ``admission_only()``: a call the pipeline would admit without asking ends there
+        too, so no body runs whatever the listeners answer; nothing is logged or traced.
+        For a framework that asks before invoking (``needs_approval``).
         """
         approvals = CapturingApprovals()
-        with approvals_captured():  # its span says "asked", not DENIED
+        with admission_only():
             await self.registry.execute_batch([call], assembly, 1, approval=approvals)
         return approvals.asked.get(call.call_id)
 
