@@ -32,6 +32,7 @@ from tether_clr.records.suspension import call_fingerprint
 from tether_clr.recording.session.sql_store import SqlSessionStore
 from tether_clr.recording.session.steps import read_steps
 
+from tests.integrations.tools import add_and_refund
 from tests.integrations.lc_scripted import ScriptedChat, agent_graph, call, thread
 
 pytestmark = pytest.mark.anyio
@@ -44,26 +45,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _registry(ran: list[str] | None = None) -> ToolRegistry:
-    ran = [] if ran is None else ran
-    registry = ToolRegistry(instrumentation=None)
-
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        ran.append(f"add {a} {b}")
-        return a + b
-
-    def refund(order: str) -> str:
-        """Refund an order."""
-        ran.append(f"refund {order}")
-        return f"refunded {order}"
-
-    registry.register(PythonFunction.from_callable(add, name="add"))
-    registry.register(PythonFunction.from_callable(refund, name="refund"), None,
-                      ToolRegistrationOptions(requires_approval=True))
-    return registry
-
-
 async def _run(chat: ScriptedChat, adapter: GovernedTools, config: Any = None) -> dict[str, Any]:
     graph = agent_graph(chat, adapter)
     return await graph.ainvoke({"messages": [("user", "go")]}, config or thread())
@@ -72,7 +53,7 @@ async def _run(chat: ScriptedChat, adapter: GovernedTools, config: Any = None) -
 async def test_a_python_tool_runs_through_the_pipeline_and_its_result_reaches_the_model() -> None:
     ran: list[str] = []
     chat = ScriptedChat.of([call("add", {"a": 2, "b": 3}, "c1")], "done")
-    result = await _run(chat, GovernedTools(_registry(ran), context=ACME))
+    result = await _run(chat, GovernedTools(add_and_refund(ran), context=ACME))
     assert result["messages"][-1].content == "done" and ran == ["add 2 3"]
     shown = chat.results()["c1"]
     assert shown.content == "5" and shown.status == "success" and shown.name == "add"
@@ -90,7 +71,7 @@ async def test_a_csharp_tool_is_offered_and_runs_like_a_python_one(clr_tools: di
 
 async def test_a_guard_denial_reaches_the_model_as_an_error_tool_message_starting_with_its_code() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register_guard(None, lambda execution: "no adding on Sundays" if execution.name == "add" else None)
     chat = ScriptedChat.of([call("add", {"a": 1, "b": 1}, "c1")], "done")
     await _run(chat, GovernedTools(registry, context=ACME))
@@ -104,7 +85,7 @@ async def test_a_guard_denial_reaches_the_model_as_an_error_tool_message_startin
 async def test_invalid_arguments_reach_the_model_and_its_corrected_call_runs() -> None:
     ran: list[str] = []
     chat = ScriptedChat.of([call("add", {"a": "two", "b": 3}, "c1")], [call("add", {"a": 2, "b": 3}, "c2")], "done")
-    await _run(chat, GovernedTools(_registry(ran), context=ACME))
+    await _run(chat, GovernedTools(add_and_refund(ran), context=ACME))
     refused = chat.results(1)["c1"]
     assert refused.status == "error" and str(refused.content).startswith("Error [INVALID_ARGS")
     failure = failure_from(refused)
@@ -115,7 +96,7 @@ async def test_invalid_arguments_reach_the_model_and_its_corrected_call_runs() -
 async def test_an_unknown_tool_name_is_refused_by_tool_node_and_the_library_runs_nothing() -> None:
     ran: list[str] = []
     chat = ScriptedChat.of([call("launch_rockets", {}, "c1")], "done")
-    await _run(chat, GovernedTools(_registry(ran), context=ACME))
+    await _run(chat, GovernedTools(add_and_refund(ran), context=ACME))
     shown = chat.results()["c1"]
     assert shown.status == "error" and "launch_rockets is not a valid tool" in str(shown.content)
     assert failure_from(shown) is None and ran == []  # ToolNode's own refusal: it never reached the library
@@ -123,7 +104,7 @@ async def test_an_unknown_tool_name_is_refused_by_tool_node_and_the_library_runs
 
 async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it_nor_can_call_it() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     def secret() -> str:
         ran.append("secret")
@@ -146,7 +127,7 @@ async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it_nor_can_call_
 
 
 async def test_identity_comes_from_the_host_exactly_once_and_a_failing_context_for_fails_closed() -> None:
-    registry = _registry()
+    registry = add_and_refund()
     with pytest.raises(TypeError):
         GovernedTools(registry)
     with pytest.raises(TypeError):
@@ -169,7 +150,7 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_interrupt_
     ran: list[str] = []
     store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
     options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
-    adapter = GovernedTools(_registry(ran), context=ACME, **options)
+    adapter = GovernedTools(add_and_refund(ran), context=ACME, **options)
     chat = ScriptedChat.of([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2")], "finished")
     graph = agent_graph(chat, adapter)
     first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
@@ -205,7 +186,7 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_interrupt_
 async def test_an_approval_for_other_arguments_or_without_a_fingerprint_does_not_apply(resume: str) -> None:
     ran: list[str] = []
     chat = ScriptedChat.of([call("refund", {"order": "A7"}, "c1")], "finished")
-    graph = agent_graph(chat, GovernedTools(_registry(ran), context=ACME))
+    graph = agent_graph(chat, GovernedTools(add_and_refund(ran), context=ACME))
     first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
     request = first["__interrupt__"][0].value
     answers: dict[str, Any] = {
@@ -225,7 +206,7 @@ async def test_an_approval_for_other_arguments_or_without_a_fingerprint_does_not
 
 async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and_runs() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     def archive(order: str) -> str:
         ran.append(f"archive {order}")
@@ -250,7 +231,7 @@ async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and
 
 async def test_a_deferred_tool_called_before_the_search_loaded_it_is_refused_and_never_runs() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register(PythonFunction.from_callable(lambda order: ran.append(order), name="archive_order"), None,
                       ToolRegistrationOptions(metadata=ToolMetadata(deferred=True)))
     registry.enable_tool_search()
@@ -266,7 +247,7 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
     session_store: SqlSessionStore,
 ) -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register_guard(None, lambda execution: "no" if execution.arguments.get("a") == 0 else None)
     adapter = GovernedTools(registry, context=ACME, store=session_store, session_id="s1")
     chat = ScriptedChat.of([call("add", {"a": 1, "b": 2}, "c1"), call("add", {"a": 0, "b": 2}, "c2")],
@@ -290,7 +271,7 @@ async def test_create_react_agent_runs_governed_tools_and_their_approvals() -> N
     chat = ScriptedChat.of([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2")], "finished")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecated in favour of langchain's create_agent (not installed here)
-        agent = create_react_agent(chat, governed_tools(_registry(ran), context=ACME), checkpointer=InMemorySaver())
+        agent = create_react_agent(chat, governed_tools(add_and_refund(ran), context=ACME), checkpointer=InMemorySaver())
     first = await agent.ainvoke({"messages": [("user", "go")]}, thread())
     assert ran == ["add 1 2"]
     await agent.ainvoke(Command(resume=approve(first["__interrupt__"][0].value)), thread())
@@ -300,7 +281,7 @@ async def test_create_react_agent_runs_governed_tools_and_their_approvals() -> N
 
 async def test_a_governed_tool_invoked_synchronously_refuses_clearly_and_runs_nothing() -> None:
     ran: list[str] = []
-    (add, _) = governed_tools(_registry(ran), context=ACME)
+    (add, _) = governed_tools(add_and_refund(ran), context=ACME)
     with pytest.raises(NotImplementedError, match="ainvoke"):
         add.invoke(call("add", {"a": 1, "b": 2}, "c1"))
     assert ran == []
@@ -309,7 +290,7 @@ async def test_a_governed_tool_invoked_synchronously_refuses_clearly_and_runs_no
 async def test_a_governed_tool_invoked_without_a_tool_call_returns_its_value_or_raises_its_failure() -> None:
     from tether_clr.integrations import GovernedToolError
 
-    (add, _) = governed_tools(_registry(), context=ACME)
+    (add, _) = governed_tools(add_and_refund(), context=ACME)
     assert await add.ainvoke({"a": 1, "b": 2}) == "3"
     with pytest.raises(GovernedToolError, match=r"Error \[INVALID_ARGS"):
         await add.ainvoke({"a": "x", "b": 2})
@@ -318,7 +299,7 @@ async def test_a_governed_tool_invoked_without_a_tool_call_returns_its_value_or_
 async def test_two_approvals_in_one_tool_node_are_asked_one_resume_at_a_time_and_each_body_runs_once() -> None:
     ran: list[str] = []
     chat = ScriptedChat.of([call("refund", {"order": "A7"}, "c1"), call("refund", {"order": "B9"}, "c2")], "finished")
-    graph = agent_graph(chat, GovernedTools(_registry(ran), context=ACME))
+    graph = agent_graph(chat, GovernedTools(add_and_refund(ran), context=ACME))
     first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
     asked = first["__interrupt__"][0].value
     second = await graph.ainvoke(Command(resume=approve(asked)), thread())
@@ -336,7 +317,7 @@ async def test_a_node_resumed_by_a_new_adapter_never_runs_a_finished_call_or_an_
     logged: bool, tmp_path: Path
 ) -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
     options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
     current = {"adapter": GovernedTools(registry, context=ACME, **options)}
@@ -369,7 +350,7 @@ async def test_a_node_resumed_by_a_new_adapter_never_runs_a_finished_call_or_an_
 async def test_an_answer_given_for_another_call_fails_closed() -> None:
     ran: list[str] = []
     chat = ScriptedChat.of([call("refund", {"order": "A7"}, "c1")], "finished")
-    graph = agent_graph(chat, GovernedTools(_registry(ran), context=ACME))
+    graph = agent_graph(chat, GovernedTools(add_and_refund(ran), context=ACME))
     first = await graph.ainvoke({"messages": [("user", "refund")]}, thread())
     request = first["__interrupt__"][0].value
     await graph.ainvoke(Command(resume=approve({**request, "call_id": "c9"})), thread())  # same arguments, other call
@@ -379,7 +360,7 @@ async def test_an_answer_given_for_another_call_fails_closed() -> None:
 
 async def test_a_remembered_result_answers_only_the_identity_that_made_the_call() -> None:
     ran: list[str] = []
-    adapter = GovernedTools(_registry(ran), context_for=lambda config: config["configurable"]["who"])
+    adapter = GovernedTools(add_and_refund(ran), context_for=lambda config: config["configurable"]["who"])
     bob = RequestContext("acme", "bob")
     tool_call = {"name": "add", "args": {"a": 1, "b": 2}, "id": "c1", "type": "tool_call"}
     for who in (ACME, ACME, bob):

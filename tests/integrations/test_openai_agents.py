@@ -26,6 +26,7 @@ from tether_clr import (
 from tether_clr.integrations import IdentityError
 from tether_clr.integrations.openai_agents import governed_tools
 
+from tests.integrations.tools import add_and_refund
 from tests.integrations.scripted_agents import ScriptedModel, call
 
 pytestmark = pytest.mark.anyio
@@ -39,26 +40,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _registry(ran: list[str] | None = None) -> ToolRegistry:
-    ran = [] if ran is None else ran
-    registry = ToolRegistry(instrumentation=None)
-
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        ran.append(f"add {a} {b}")
-        return a + b
-
-    def refund(order: str) -> str:
-        """Refund an order."""
-        ran.append(f"refund {order}")
-        return f"refunded {order}"
-
-    registry.register(PythonFunction.from_callable(add, name="add"))
-    registry.register(PythonFunction.from_callable(refund, name="refund"), None,
-                      ToolRegistrationOptions(requires_approval=True))
-    return registry
-
-
 async def _run(model: ScriptedModel, tools: list[Any], context: Any = None, **config: Any) -> RunResult:
     agent = Agent(name="agent", model=model, tools=tools)
     return await Runner.run(agent, "go", context=context, run_config=RunConfig(tracing_disabled=True, **config))
@@ -67,7 +48,7 @@ async def _run(model: ScriptedModel, tools: list[Any], context: Any = None, **co
 async def test_a_python_tool_runs_through_the_pipeline_and_its_result_reaches_the_model() -> None:
     ran: list[str] = []
     model = ScriptedModel([call("add", {"a": 2, "b": 3}, "c1")], "done")
-    result = await _run(model, governed_tools(_registry(ran), context=ACME))
+    result = await _run(model, governed_tools(add_and_refund(ran), context=ACME))
     assert result.final_output == "done" and ran == ["add 2 3"]
     assert model.outputs()["c1"] == "5"
     assert model.offered[0] == ["add", "refund"]
@@ -84,7 +65,7 @@ async def test_a_csharp_tool_is_offered_and_runs_like_a_python_one(clr_tools: di
 
 async def test_a_guard_denial_reaches_the_model_as_the_tool_output_starting_with_its_code() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register_guard(None, lambda execution: "no adding on Sundays" if execution.name == "add" else None)
     model = ScriptedModel([call("add", {"a": 1, "b": 1}, "c1")], "done")
     result = await _run(model, governed_tools(registry, context=ACME))
@@ -97,7 +78,7 @@ async def test_a_guard_denial_reaches_the_model_as_the_tool_output_starting_with
 async def test_invalid_arguments_reach_the_model_and_its_corrected_call_runs_next_turn() -> None:
     ran: list[str] = []
     model = ScriptedModel([call("add", {"a": "two", "b": 3}, "c1")], [call("add", {"a": 2, "b": 3}, "c2")], "done")
-    await _run(model, governed_tools(_registry(ran), context=ACME))
+    await _run(model, governed_tools(add_and_refund(ran), context=ACME))
     assert model.outputs(1)["c1"].startswith("Error [INVALID_ARGS")
     assert model.outputs(2)["c2"] == "5" and ran == ["add 2 3"]
 
@@ -105,13 +86,13 @@ async def test_invalid_arguments_reach_the_model_and_its_corrected_call_runs_nex
 async def test_arguments_that_are_not_json_are_refused_invalid_args_without_running_anything() -> None:
     ran: list[str] = []
     model = ScriptedModel([call("add", "{not json", "c1")], "done")
-    await _run(model, governed_tools(_registry(ran), context=ACME))
+    await _run(model, governed_tools(add_and_refund(ran), context=ACME))
     assert model.outputs()["c1"].startswith("Error [INVALID_ARGS") and ran == []
 
 
 async def test_an_unknown_tool_is_refused_by_the_sdk_and_nothing_runs() -> None:
     ran: list[str] = []
-    tools = governed_tools(_registry(ran), context=ACME)
+    tools = governed_tools(add_and_refund(ran), context=ACME)
     with pytest.raises(ModelBehaviorError):  # the SDK's default: a tool name not in its list fails the run
         await _run(ScriptedModel([call("launch_rockets", {}, "c1")], "done"), tools)
     model = ScriptedModel([call("launch_rockets", {}, "c1")], "done")
@@ -121,7 +102,7 @@ async def test_an_unknown_tool_is_refused_by_the_sdk_and_nothing_runs() -> None:
 
 async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     def secret() -> str:
         ran.append("secret")
@@ -152,7 +133,7 @@ async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it() -> None:
 
 async def test_a_tool_hidden_after_the_offer_is_no_longer_offered() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     tools = governed_tools(registry, context=ACME)
     registry.update_metadata("add", "1.0.0", tenants=frozenset({"globex"}))
     model = ScriptedModel("done")
@@ -161,7 +142,7 @@ async def test_a_tool_hidden_after_the_offer_is_no_longer_offered() -> None:
 
 
 async def test_identity_comes_from_the_host_exactly_once_and_a_failing_context_for_fails_closed() -> None:
-    registry = _registry()
+    registry = add_and_refund()
     with pytest.raises(TypeError):
         governed_tools(registry)
     with pytest.raises(TypeError):
@@ -185,7 +166,7 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_run_state(
     store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
     options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
     model = ScriptedModel([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2")], "finished")
-    agent = Agent(name="agent", model=model, tools=governed_tools(_registry(ran), context=ACME, **options))
+    agent = Agent(name="agent", model=model, tools=governed_tools(add_and_refund(ran), context=ACME, **options))
     first = await Runner.run(agent, "refund", run_config=QUIET)
     assert [item.raw_item.call_id for item in first.interruptions] == ["c2"]  # type: ignore[union-attr]
     assert ran == ["add 1 2"]
@@ -222,7 +203,7 @@ async def test_an_approval_given_for_other_arguments_does_not_apply(logged: bool
     store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
     options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
     model = ScriptedModel([call("refund", {"order": "A7"}, "c1")], [call("refund", {"order": "B9"}, "c2")], "finished")
-    agent = Agent(name="agent", model=model, tools=governed_tools(_registry(ran), context=ACME, **options))
+    agent = Agent(name="agent", model=model, tools=governed_tools(add_and_refund(ran), context=ACME, **options))
     first = await Runner.run(agent, "refund", run_config=QUIET)
     state = first.to_state()
     state.approve(first.interruptions[0], always_approve=True)
@@ -240,7 +221,7 @@ async def test_an_approval_given_for_other_arguments_does_not_apply(logged: bool
 
 async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and_runs() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     def archive(order: str) -> str:
         ran.append(f"archive {order}")
@@ -276,7 +257,7 @@ async def test_each_call_is_a_one_call_batch_in_the_order_the_sdk_runs_them() ->
 
 async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violations(tmp_path: Path) -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register_guard(None, lambda execution: "no" if execution.arguments.get("a") == 0 else None)
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
         tools = governed_tools(registry, context=ACME, store=store, session_id="s1")
@@ -296,7 +277,7 @@ async def test_with_a_store_approved_calls_of_one_turn_resumed_together_each_run
     turn of the log, one after the other (the log has one writer)."""
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        tools = governed_tools(_registry(ran), context=ACME, store=store, session_id="s1")
+        tools = governed_tools(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         model = ScriptedModel([call("refund", {"order": o}, f"c{o}") for o in ("A7", "B9", "C3")], "finished")
         agent = Agent(name="agent", model=model, tools=tools)
         first = await Runner.run(agent, "refund", run_config=QUIET)
@@ -316,7 +297,7 @@ async def test_asking_whether_a_call_needs_approval_never_runs_its_body_even_whe
     """With a pre-execute listener registered, every tool may need approval, so needs_approval asks the
     pipeline; a listener that allows must not let that question run the body: it runs once, when invoked."""
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     async def allow(execution: Any, next_: Any) -> Any:
         return await next_()

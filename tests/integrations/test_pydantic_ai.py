@@ -25,6 +25,7 @@ from tether_clr import (
 from tether_clr.integrations import IdentityError
 from tether_clr.integrations.pydantic_ai import GovernedToolset
 
+from tests.integrations.tools import add_and_refund
 from tests.integrations.scripted import Script, call
 
 pytestmark = pytest.mark.anyio
@@ -37,26 +38,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _registry(ran: list[str] | None = None) -> ToolRegistry:
-    ran = [] if ran is None else ran
-    registry = ToolRegistry(instrumentation=None)
-
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        ran.append(f"add {a} {b}")
-        return a + b
-
-    def refund(order: str) -> str:
-        """Refund an order."""
-        ran.append(f"refund {order}")
-        return f"refunded {order}"
-
-    registry.register(PythonFunction.from_callable(add, name="add"))
-    registry.register(PythonFunction.from_callable(refund, name="refund"), None,
-                      ToolRegistrationOptions(requires_approval=True))
-    return registry
-
-
 def _agent(script: Script, toolset: GovernedToolset) -> Agent[Any, Any]:
     return Agent(script.model, toolsets=[toolset], output_type=[str, DeferredToolRequests])
 
@@ -64,7 +45,7 @@ def _agent(script: Script, toolset: GovernedToolset) -> Agent[Any, Any]:
 async def test_a_python_tool_runs_through_the_pipeline_and_its_result_reaches_the_model() -> None:
     ran: list[str] = []
     script = Script([call("add", {"a": 2, "b": 3}, "c1")], "done")
-    result = await _agent(script, GovernedToolset(_registry(ran), context=ACME)).run("add")
+    result = await _agent(script, GovernedToolset(add_and_refund(ran), context=ACME)).run("add")
     assert result.output == "done" and ran == ["add 2 3"]
     assert script.returns()["c1"].content == "5"
 
@@ -80,7 +61,7 @@ async def test_a_csharp_tool_is_offered_and_runs_like_a_python_one(clr_tools: di
 
 async def test_a_guard_denial_reaches_the_model_as_a_failed_return_starting_with_its_code() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register_guard(None, lambda execution: "no adding on Sundays" if execution.name == "add" else None)
     script = Script([call("add", {"a": 1, "b": 1}, "c1")], "done")
     await _agent(script, GovernedToolset(registry, context=ACME)).run("add")
@@ -92,7 +73,7 @@ async def test_a_guard_denial_reaches_the_model_as_a_failed_return_starting_with
 async def test_invalid_arguments_become_model_retry_and_the_retried_call_runs() -> None:
     ran: list[str] = []
     script = Script([call("add", {"a": "two", "b": 3}, "c1")], [call("add", {"a": 2, "b": 3}, "c2")], "done")
-    await _agent(script, GovernedToolset(_registry(ran), context=ACME)).run("add")
+    await _agent(script, GovernedToolset(add_and_refund(ran), context=ACME)).run("add")
     retried = script.returns(1)["c1"]
     assert retried.outcome == "retried" and "Error [INVALID_ARGS" in str(retried.content)
     assert script.returns(2)["c2"].content == "5" and ran == ["add 2 3"]
@@ -101,14 +82,14 @@ async def test_invalid_arguments_become_model_retry_and_the_retried_call_runs() 
 async def test_an_unknown_tool_is_refused_before_any_body_and_the_model_is_told() -> None:
     ran: list[str] = []
     script = Script([call("launch_rockets", {}, "c1")], "done")
-    await _agent(script, GovernedToolset(_registry(ran), context=ACME)).run("go")
+    await _agent(script, GovernedToolset(add_and_refund(ran), context=ACME)).run("go")
     part = script.returns()["c1"]
     assert part.outcome == "retried" and "launch_rockets" in str(part.content) and ran == []
 
 
 async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it_nor_can_call_it() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     def secret() -> str:
         ran.append("secret")
@@ -126,7 +107,7 @@ async def test_a_tenant_that_cannot_see_a_tool_is_never_offered_it_nor_can_call_
 
 
 async def test_identity_comes_from_the_host_exactly_once_and_a_failing_context_for_fails_closed() -> None:
-    registry = _registry()
+    registry = add_and_refund()
     with pytest.raises(TypeError):
         GovernedToolset(registry)
     with pytest.raises(TypeError):
@@ -163,7 +144,7 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_deferred_t
     ran: list[str] = []
     store = SqliteSessionStore(tmp_path / "log.sqlite3") if logged else None
     options: dict[str, Any] = {"store": store, "session_id": "s1"} if logged else {}
-    toolset = GovernedToolset(_registry(ran), context=ACME, **options)
+    toolset = GovernedToolset(add_and_refund(ran), context=ACME, **options)
     script = Script([call("add", {"a": 1, "b": 2}, "c1"), call("refund", {"order": "A7"}, "c2")], "finished")
     agent = _agent(script, toolset)
     first = await agent.run("refund")
@@ -194,7 +175,7 @@ async def test_an_approval_gated_call_runs_only_when_approved_through_deferred_t
 async def test_an_approval_given_for_other_arguments_does_not_apply() -> None:
     ran: list[str] = []
     script = Script([call("refund", {"order": "A7"}, "c1")], "finished")
-    agent = _agent(script, GovernedToolset(_registry(ran), context=ACME))
+    agent = _agent(script, GovernedToolset(add_and_refund(ran), context=ACME))
     first = await agent.run("refund")
     assert isinstance(first.output, DeferredToolRequests)
     override = ToolApproved(override_args={"order": "B9"})
@@ -206,7 +187,7 @@ async def test_an_approval_given_for_other_arguments_does_not_apply() -> None:
 
 async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and_runs() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
 
     def archive(order: str) -> str:
         ran.append(f"archive {order}")
@@ -225,7 +206,7 @@ async def test_a_deferred_tool_found_through_the_search_is_offered_next_step_and
 
 async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violations(tmp_path: Path) -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     registry.register_guard(None, lambda execution: "no" if execution.arguments.get("a") == 0 else None)
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
         toolset = GovernedToolset(registry, context=ACME, store=store, session_id="s1")
@@ -243,7 +224,7 @@ async def test_with_a_session_store_the_log_holds_every_call_and_has_no_violatio
 async def test_with_a_store_a_call_after_a_parked_one_waits_and_runs_when_the_step_resumes(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        toolset = GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
         agent = _agent(script, toolset)
         first = await agent.run("refund")
@@ -263,7 +244,7 @@ async def test_with_a_store_a_call_after_a_parked_one_waits_and_runs_when_the_st
 async def test_with_a_store_denying_a_parked_call_and_the_one_waiting_behind_it_runs_neither(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        toolset = GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
         agent = _agent(script, toolset)
         first = await agent.run("refund")
@@ -277,7 +258,7 @@ async def test_with_a_store_denying_a_parked_call_and_the_one_waiting_behind_it_
 
 async def test_no_store_an_approval_carried_back_in_the_results_metadata_runs_in_a_new_toolset() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     script = Script([call("refund", {"order": "A7"}, "c1")], "finished", [call("refund", {"order": "B9"}, "c2")], "end")
     first = await _agent(script, GovernedToolset(registry, context=ACME)).run("refund")
     requests = first.output
@@ -297,7 +278,7 @@ async def test_no_store_an_approval_carried_back_in_the_results_metadata_runs_in
 async def test_with_a_store_an_approval_with_other_arguments_is_denied_as_a_mismatch(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        toolset = GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         script = Script([call("refund", {"order": "A7"}, "c1"), call("refund", {"order": "B9"}, "c2")], "finished")
         agent = _agent(script, toolset)
         first = await agent.run("refund")
@@ -315,9 +296,9 @@ async def test_with_a_store_a_new_toolset_settles_a_step_whose_every_call_was_de
     script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished",
                     [call("add", {"a": 2, "b": 2}, "c3")], "end")
     with SqliteSessionStore(path) as store:
-        first = await _agent(script, GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")).run("r")
+        first = await _agent(script, GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")).run("r")
     with SqliteSessionStore(path) as store:
-        agent = _agent(script, GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1"))
+        agent = _agent(script, GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1"))
         answers = DeferredToolResults(approvals={"c1": ToolDenied("no"), "c2": ToolDenied("no")})
         second = await agent.run(message_history=first.all_messages(), deferred_tool_results=answers)
         await agent.run("more", message_history=second.all_messages())

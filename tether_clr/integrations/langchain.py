@@ -70,13 +70,14 @@ from pydantic import ConfigDict, Field
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.foundations.json_values import to_json_text
+from tether_clr.integrations.content import METADATA_KEY, loaded_from_metadata, loaded_metadata, outcome_parts
 from tether_clr.integrations.failures import GovernedFailure, GovernedToolError, failure_of, failure_text
 from tether_clr.integrations.governed import GovernedCalls, loaded_names
 from tether_clr.projections.source import shown_tools
 from tether_clr.recording.session.resume import CANCELLED
 from tether_clr.recording.session.steps import DEFERRED, read_steps
 from tether_clr.recording.session.protocol import SessionStore
-from tether_clr.records.content import ImagePart, TextPart, parts_from_json
+from tether_clr.records.content import parts_from_json
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
@@ -86,7 +87,6 @@ from tether_clr.registry import ToolRegistry
 
 __all__ = ["GovernedTool", "GovernedTools", "approval_request_of", "approve", "failure_from", "governed_tools", "reject"]
 
-METADATA_KEY = "tether_clr"
 APPROVAL_KIND = "tether_clr.approval"
 _MEMORY = 1024  # conversations whose loaded names, and calls whose results, are remembered (oldest dropped)
 ASKED_REASON = "its approval is asked through LangGraph's interrupt(); the answer runs as a turn of its own"
@@ -471,18 +471,16 @@ def _message(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> ToolMessa
                            artifact=artifact)
     loaded = loaded_names(outcome, assembly)
     return ToolMessage(_content(outcome), tool_call_id=outcome.call_id, name=outcome.name, status="success",
-                       artifact={METADATA_KEY: {"loaded": loaded}} if loaded else None)
+                       artifact=loaded_metadata(loaded))
 
 
 def _content(outcome: ToolExecutionOutcome) -> str | list[str | dict[Any, Any]]:
     """An outcome's content as LangChain message content: its text, or text and image blocks."""
-    content = outcome.content  # made on each read: read once
-    texts = [part.text for part in content if isinstance(part, TextPart)]
-    images = [part for part in content if isinstance(part, ImagePart)]
-    if not images:
-        return "\n".join(texts)
-    blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": text} for text in texts]
-    blocks += [{"type": "image", "base64": image.base64, "mime_type": image.mime_type} for image in images]
+    parts = outcome_parts(outcome)
+    if not parts.images:
+        return parts.text
+    blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": parts.text}] if parts.text else []
+    blocks += [{"type": "image", "base64": image.base64, "mime_type": image.mime_type} for image in parts.images]
     return blocks
 
 
@@ -536,13 +534,7 @@ async def _durably(durable: bool, call: ToolCall, stage: str, run: Callable[[], 
 
 def _loaded_from(messages: Sequence[BaseMessage]) -> list[str]:
     """The deferred tools earlier searches loaded, read from their ``ToolMessage`` artifacts."""
-    names: list[str] = []
-    for message in messages:
-        if isinstance(message, ToolMessage) and isinstance(message.artifact, Mapping):
-            found = message.artifact.get(METADATA_KEY)
-            if isinstance(found, Mapping) and isinstance(found.get("loaded"), list):
-                names.extend(name for name in found["loaded"] if isinstance(name, str))
-    return names
+    return loaded_from_metadata(message.artifact for message in messages if isinstance(message, ToolMessage))
 
 
 def _deferred_tools(assembly: ToolAssembly) -> list[Any]:

@@ -63,7 +63,6 @@ Needs ``openai-agents`` (the ``openai-agents`` extra); built on
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Callable
@@ -76,11 +75,11 @@ from agents.tool_context import ToolContext
 
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.integrations.approvals import MISMATCH_MESSAGE, MISMATCH_REASON
+from tether_clr.integrations.content import METADATA_KEY, outcome_parts
 from tether_clr.integrations.failures import GovernedFailure, failure_of
 from tether_clr.integrations.governed import GovernedBatch, GovernedCalls, loaded_names
 from tether_clr.projections.source import ShownTool, shown_tools
 from tether_clr.recording.session.protocol import SessionStore
-from tether_clr.records.content import ImagePart, TextPart
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
@@ -91,7 +90,6 @@ from tether_clr.registry import ToolRegistry
 __all__ = ["GovernedAgentTools", "governed_tools"]
 
 _UNSET: Any = object()
-METADATA_KEY = "tether_clr"
 NOT_ASKED_REASON = "approval_not_asked"
 UNKNOWN_REASON = "approval_unknown"
 """The DENIED reason of a call the SDK reports approved whose shown arguments the adapter cannot read."""
@@ -310,12 +308,10 @@ class GovernedAgentTools:
         for name in loaded_names(outcome, assembly):
             if name not in self.loaded:
                 self.loaded.append(name)
-        content = outcome.content  # made on each read: read once
-        text = "\n".join(part.text for part in content if isinstance(part, TextPart))
-        images = [part for part in content if isinstance(part, ImagePart)]
-        if not images:
-            return text
-        return [ToolOutputText(text=text), *(ToolOutputImage(image_url=_data_url(image)) for image in images)]
+        parts = outcome_parts(outcome)
+        if not parts.images:
+            return parts.text
+        return [ToolOutputText(text=parts.text), *(ToolOutputImage(image_url=image.data_url) for image in parts.images)]
 
 
 def _approved_for_this_call(context: RunContextWrapper[Any], call_id: str) -> bool:
@@ -343,10 +339,6 @@ def _shown_arguments(context: ToolContext[Any], call_id: str) -> str | None:
     if raw is None or getattr(raw, "call_id", None) != call_id or not isinstance(arguments, str):
         return None
     return arguments
-
-
-def _data_url(image: ImagePart) -> str:
-    return f"data:{image.mime_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 def governed_tools(
