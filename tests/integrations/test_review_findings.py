@@ -25,14 +25,13 @@ from tether_clr import (
     PythonFunction,
     RequestContext,
     SqliteSessionStore,
-    ToolRegistrationOptions,
-    ToolRegistry,
     log_violations,
 )
 from tether_clr.integrations.langchain import GovernedTools, approve
 from tether_clr.integrations.openai_agents import governed_tools
 from tether_clr.integrations.pydantic_ai import GovernedToolset
 
+from tests.integrations.tools import add_and_refund
 from tests.integrations.lc_scripted import ScriptedChat, agent_graph, thread
 from tests.integrations.lc_scripted import call as lc_call
 from tests.integrations.scripted import Script, call
@@ -50,25 +49,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _registry(ran: list[str]) -> ToolRegistry:
-    registry = ToolRegistry(instrumentation=None)
-
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        ran.append(f"add {a} {b}")
-        return a + b
-
-    def refund(order: str) -> str:
-        """Refund an order."""
-        ran.append(f"refund {order}")
-        return f"refunded {order}"
-
-    registry.register(PythonFunction.from_callable(add, name="add"))
-    registry.register(PythonFunction.from_callable(refund, name="refund"), None,
-                      ToolRegistrationOptions(requires_approval=True))
-    return registry
-
-
 def _agent(script: Script, toolset: GovernedToolset) -> Agent[Any, Any]:
     return Agent(script.model, toolsets=[toolset], output_type=[str, DeferredToolRequests])
 
@@ -77,7 +57,7 @@ def _agent(script: Script, toolset: GovernedToolset) -> Agent[Any, Any]:
 async def test_pydantic_ai_logged_a_waiting_call_the_host_denied_never_runs(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        toolset = GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
         agent = _agent(script, toolset)
         first = await agent.run("refund")
@@ -92,7 +72,7 @@ async def test_pydantic_ai_logged_approved_calls_reaching_call_tool_one_by_one_c
 ) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        toolset = GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         script = Script([call("refund", {"order": "A7"}, "c1"), call("add", {"a": 1, "b": 2}, "c2")], "finished")
         agent = _agent(script, toolset)
         first = await agent.run("refund")
@@ -106,7 +86,7 @@ async def test_pydantic_ai_logged_approved_calls_reaching_call_tool_one_by_one_c
 async def test_pydantic_ai_logged_two_approval_gated_calls_both_approved_both_run(tmp_path: Path) -> None:
     ran: list[str] = []
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
-        toolset = GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")
+        toolset = GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")
         script = Script([call("refund", {"order": "A7"}, "c1"), call("refund", {"order": "B9"}, "c2")], "finished")
         agent = _agent(script, toolset)
         first = await agent.run("refund")
@@ -118,7 +98,7 @@ async def test_pydantic_ai_logged_two_approval_gated_calls_both_approved_both_ru
 async def test_pydantic_ai_no_store_an_approval_applies_only_to_the_arguments_the_host_was_shown() -> None:
     ran: list[str] = []
     script = Script([call("refund", {"order": "A7"}, "c1")], "finished")
-    agent = _agent(script, GovernedToolset(_registry(ran), context=ACME))
+    agent = _agent(script, GovernedToolset(add_and_refund(ran), context=ACME))
     first = await agent.run("refund")
     assert first.output.metadata["c1"]["arguments"] == '{"order":"A7"}'  # what the approver is shown
     history = first.all_messages()
@@ -136,9 +116,9 @@ async def test_pydantic_ai_logged_a_parked_step_resumes_from_the_log_in_a_new_to
     path = tmp_path / "log.sqlite3"
     script = Script([call("refund", {"order": "A7"}, "c1")], "finished")
     with SqliteSessionStore(path) as store:
-        first = await _agent(script, GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1")).run("r")
+        first = await _agent(script, GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1")).run("r")
     with SqliteSessionStore(path) as store:  # another process: a new store and toolset on the same log
-        agent = _agent(script, GovernedToolset(_registry(ran), context=ACME, store=store, session_id="s1"))
+        agent = _agent(script, GovernedToolset(add_and_refund(ran), context=ACME, store=store, session_id="s1"))
         await agent.run(message_history=first.all_messages(),
                         deferred_tool_results=DeferredToolResults(approvals={"c1": True}))
         assert ran == ["refund A7"]
@@ -146,7 +126,7 @@ async def test_pydantic_ai_logged_a_parked_step_resumes_from_the_log_in_a_new_to
 
 
 async def test_pydantic_ai_logged_a_batch_cancelled_by_the_framework_leaves_no_log_violations(tmp_path: Path) -> None:
-    registry = _registry([])
+    registry = add_and_refund([])
     started = anyio.Event()
 
     async def slow(x: int) -> int:
@@ -169,7 +149,7 @@ async def test_pydantic_ai_logged_a_batch_cancelled_by_the_framework_leaves_no_l
 
 async def test_pydantic_ai_calls_run_with_the_request_context_of_their_own_run(tmp_path: Path) -> None:
     seen: list[str | None] = []
-    registry = _registry([])
+    registry = add_and_refund([])
     registry.register_guard(None, lambda execution: seen.append(execution.context.request_id if execution.context else None))
     with SqliteSessionStore(tmp_path / "log.sqlite3") as store:
         toolset = GovernedToolset(registry, context_for=lambda deps: RequestContext("acme", "alice", request_id=deps),
@@ -183,7 +163,7 @@ async def test_pydantic_ai_calls_run_with_the_request_context_of_their_own_run(t
 # ------------------------------------------------------------------------------------------ LangChain / LangGraph
 async def test_langgraph_a_resume_in_another_process_never_runs_a_sibling_body_twice() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     chat = ScriptedChat.of([lc_call("add", {"a": 1, "b": 2}, "c1"), lc_call("refund", {"order": "A7"}, "c2")], "done")
     current = {"adapter": GovernedTools(registry, context=ACME)}
 
@@ -202,7 +182,7 @@ async def test_langgraph_a_resume_in_another_process_never_runs_a_sibling_body_t
 # ---------------------------------------------------------------------------------------------- OpenAI Agents SDK
 async def test_agents_a_run_state_resumed_in_another_process_runs_the_approved_call() -> None:
     ran: list[str] = []
-    registry = _registry(ran)
+    registry = add_and_refund(ran)
     model = ScriptedModel([sdk_call("refund", {"order": "A7"}, "c1")], "finished")
     first = await Runner.run(SdkAgent(name="a", model=model, tools=list(governed_tools(registry, context=ACME))), "refund",
                              run_config=QUIET)

@@ -35,7 +35,7 @@ Needs ``pydantic-ai-slim`` (the ``pydantic-ai`` extra); built on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -132,6 +132,23 @@ class _Turn:
         self.arrived.add(call_id)
         if span is not None:
             self.spans[call_id] = span
+
+    async def lead(self, first: bool, span: Any | None, work: Callable[[], Awaitable[GovernedBatch]]) -> None:
+        """The first call's task runs ``work`` once for the turn (after its siblings arrived, when traced, so
+        their spans are adopted); every other call's task waits for it. A failure is kept for the siblings."""
+        if not first:
+            await self.done.wait()
+            return
+        try:
+            if span is not None:
+                await self.gathered()
+            with adopted_spans(self.spans):
+                self.batch = await work()
+        except BaseException as exc:
+            self.error = exc
+            raise
+        finally:
+            self.done.set()
 
     async def gathered(self) -> None:
         """Wait until every call of the turn reached ``call_tool``, or a scheduler pass brought none.
@@ -276,19 +293,8 @@ class GovernedToolset(AbstractToolset[Any]):
             return _answer(outcome, tool.assembly)
         turn, key, first = self._turn(ctx, tool, call_id, name, tool_args)
         turn.arrive(call_id, span)
-        if first:  # this call's task runs the batch; its siblings wait for it
-            try:
-                if span is not None:  # traced: the siblings' spans are adopted too, once they have arrived
-                    await turn.gathered()
-                with adopted_spans(turn.spans):
-                    turn.batch = await self.core.run(turn.calls, tool.assembly)
-            except BaseException as exc:
-                turn.error = exc
-                raise
-            finally:
-                turn.done.set()
-        else:
-            await turn.done.wait()
+        # this call's task runs the batch (the siblings' spans adopted too, once they have arrived); its siblings wait
+        await turn.lead(first, span, lambda: self.core.run(turn.calls, tool.assembly))
         return self._from_turn(turn, key, call_id, tool.assembly)
 
     def _turn(self, ctx: RunContext[Any], tool: GovernedTool, call_id: str, name: str, tool_args: dict[str, Any]
@@ -366,19 +372,7 @@ class GovernedToolset(AbstractToolset[Any]):
         assert resume is not None
         turn = resume.turn
         turn.arrive(call_id, span)
-        if first:
-            try:
-                if span is not None:  # traced: adopt the spans of the approved calls that arrive together
-                    await turn.gathered()
-                with adopted_spans(turn.spans):
-                    turn.batch = await self._resume_step(resume.approved, tool.assembly)
-            except BaseException as exc:
-                turn.error = exc
-                raise
-            finally:
-                turn.done.set()
-        else:
-            await turn.done.wait()
+        await turn.lead(first, span, lambda: self._resume_step(resume.approved, tool.assembly))  # adopts the approved calls' spans
         turn.answered.add(call_id)
         if turn.answered >= turn.ids:
             self._resumes.pop(key, None)
