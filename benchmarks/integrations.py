@@ -34,7 +34,6 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))

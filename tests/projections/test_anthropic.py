@@ -6,9 +6,10 @@ import pytest
 from anthropic.types import ImageBlockParam, Message, TextBlockParam, ToolParam, ToolUseBlock
 
 from tests.support import codes, run_batch
-from tests.support.projection_tools import CONTEXT, anthropic_message, sdk_checked, trip_registry
+from tests.support.projection_tools import CONTEXT, sdk_checked, trip_registry
 from tether_clr import ImagePart, TextPart, ToolExecutionOutcome, canonical_json
 from tether_clr.projections import calls_from_anthropic, to_anthropic_tools, tool_results_message
+from tether_clr.testing import anthropic_reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 8
 
@@ -25,7 +26,7 @@ def test_anthropic_tools_have_the_tool_param_shape_in_assembly_order() -> None:
 
 
 def test_calls_from_anthropic_read_tool_use_blocks_of_a_real_message() -> None:
-    body = anthropic_message(("toolu_1", "weather", {"city": "Oslo"}), ("toolu_2", "plan_trip", {"days": 2, "city": "Rome"}), text="Let me look.")
+    body = anthropic_reply(("toolu_1", "weather", {"city": "Oslo"}), ("toolu_2", "plan_trip", {"days": 2, "city": "Rome"}), text="Let me look.")
     message = Message.model_validate(body)
     assert isinstance(message.content[1], ToolUseBlock)
     for source in (message, message.content, body["content"], body):

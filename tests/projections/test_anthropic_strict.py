@@ -8,7 +8,7 @@ recursive schemas. Checked with the ``anthropic`` SDK's ``ToolParam``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from anthropic.types import ToolParam
 from pydantic import Field

@@ -19,12 +19,12 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 from tests.support.json_strategies import json_values
-from tests.support.projection_tools import anthropic_message, chat_completion, response
 from tether_clr.projections import calls_from_anthropic, calls_from_openai
+from tether_clr.testing import anthropic_reply, openai_chat_reply, openai_responses_reply
 
-CHAT = chat_completion(("call_1", "weather", {"city": "Oslo"}), ("call_2", "add", '{"a": 1'))
-RESPONSE = response(("call_1", "weather", {"city": "Oslo"}), ("call_2", "add", '{"a": 1'), text="and")
-MESSAGE = anthropic_message(("toolu_1", "weather", {"city": "Oslo"}), ("toolu_2", "add", {"a": 1}), text="Let me see.")
+CHAT = openai_chat_reply(("call_1", "weather", {"city": "Oslo"}), ("call_2", "add", '{"a": 1'))
+RESPONSE = openai_responses_reply(("call_1", "weather", {"city": "Oslo"}), ("call_2", "add", '{"a": 1'), text="and")
+MESSAGE = anthropic_reply(("toolu_1", "weather", {"city": "Oslo"}), ("toolu_2", "add", {"a": 1}), text="Let me see.")
 
 
 def _openai_shapes(chat: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
@@ -51,9 +51,9 @@ def test_calls_from_openai_reads_every_shape_a_client_hands_back(shape: str) -> 
         ("call_1", "weather", '{"city": "Oslo"}'), ("call_2", "add", '{"a": 1')]  # raw text untouched, malformed kept
 
 
-@pytest.mark.parametrize("shape", list(_openai_shapes(chat_completion(text="Done."), response(text="Done."))))
+@pytest.mark.parametrize("shape", list(_openai_shapes(openai_chat_reply(text="Done."), openai_responses_reply(text="Done."))))
 def test_a_text_answer_from_openai_is_no_calls(shape: str) -> None:
-    assert calls_from_openai(_openai_shapes(chat_completion(text="Done."), response(text="Done."))[shape]) == []
+    assert calls_from_openai(_openai_shapes(openai_chat_reply(text="Done."), openai_responses_reply(text="Done."))[shape]) == []
 
 
 @pytest.mark.parametrize("shape", list(_anthropic_shapes(MESSAGE)))
@@ -62,9 +62,9 @@ def test_calls_from_anthropic_reads_every_shape_a_client_hands_back(shape: str) 
     assert [(c.call_id, c.name, c.arguments) for c in calls] == [("toolu_1", "weather", '{"city":"Oslo"}'), ("toolu_2", "add", '{"a":1}')]
 
 
-@pytest.mark.parametrize("shape", list(_anthropic_shapes(anthropic_message(text="Done."))))
+@pytest.mark.parametrize("shape", list(_anthropic_shapes(anthropic_reply(text="Done."))))
 def test_a_text_answer_from_anthropic_is_no_calls(shape: str) -> None:
-    assert calls_from_anthropic(_anthropic_shapes(anthropic_message(text="Done."))[shape]) == []
+    assert calls_from_anthropic(_anthropic_shapes(anthropic_reply(text="Done."))[shape]) == []
 
 
 def test_an_empty_list_is_no_calls() -> None:
@@ -118,10 +118,10 @@ chat_calls = st.lists(st.tuples(ids, ids, arguments), max_size=3)
 @settings(max_examples=150, deadline=None)
 @given(chat_calls, st.text(max_size=5) | st.none())
 def test_every_valid_openai_shape_is_read_without_raising(tool_calls: list[tuple[Any, Any, Any]], text: str | None) -> None:
-    chat = chat_completion(*tool_calls, text=text) if tool_calls or text is not None else chat_completion(text="")
+    chat = openai_chat_reply(*tool_calls, text=text) if tool_calls or text is not None else openai_chat_reply(text="")
     chat["choices"][0]["message"]["tool_calls"] = [  # any values in the fields: malformed calls, never an exception
         {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in tool_calls] or None
-    resp = response()
+    resp = openai_responses_reply()
     resp["output"] = [{"type": "function_call", "call_id": i, "name": n, "arguments": a} for i, n, a in tool_calls]
     for value in (chat, chat["choices"][0], chat["choices"][0]["message"], resp, resp["output"]):
         assert len(calls_from_openai(value)) == len(tool_calls)
@@ -130,7 +130,7 @@ def test_every_valid_openai_shape_is_read_without_raising(tool_calls: list[tuple
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(ids, ids, json_values), max_size=3))
 def test_every_valid_anthropic_shape_is_read_without_raising(tool_uses: list[tuple[Any, Any, Any]]) -> None:
-    message = anthropic_message(text="x")
+    message = anthropic_reply(text="x")
     message["content"] += [{"type": "tool_use", "id": i, "name": n, "input": v} for i, n, v in tool_uses]
     for value in (message, message["content"]):
         assert len(calls_from_anthropic(value)) == len(tool_uses)

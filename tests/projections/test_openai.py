@@ -18,7 +18,7 @@ from openai.types.responses import FunctionTool, FunctionToolParam, Response, To
 from openai.types.responses.response_input_param import FunctionCallOutput
 
 from tests.support import codes, run_batch
-from tests.support.projection_tools import CONTEXT, chat_completion, response, sdk_checked, trip_registry
+from tests.support.projection_tools import CONTEXT, sdk_checked, trip_registry
 from tether_clr import ImagePart, TextPart, ToolExecutionOutcome
 from tether_clr.projections import (
     OpenAITools,
@@ -28,6 +28,7 @@ from tether_clr.projections import (
     openai_allowed_tools,
     to_openai_tools,
 )
+from tether_clr.testing import openai_chat_reply, openai_responses_reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 
@@ -128,7 +129,7 @@ def test_allowed_tools_refuses_a_bare_string_and_an_unknown_mode() -> None:
 
 def test_calls_from_a_chat_completion_message_keep_the_raw_argument_text() -> None:
     raw = '{"city":  "Oslo" , "days": 2}'
-    body = chat_completion(("call_1", "plan_trip", raw), ("call_2", "weather", {"city": "Rome"}))
+    body = openai_chat_reply(("call_1", "plan_trip", raw), ("call_2", "weather", {"city": "Rome"}))
     message = ChatCompletionMessage.model_validate(body["choices"][0]["message"])
     for source in (message, body["choices"][0]["message"], body["choices"][0]["message"]["tool_calls"]):
         calls = calls_from_openai(source)
@@ -137,7 +138,7 @@ def test_calls_from_a_chat_completion_message_keep_the_raw_argument_text() -> No
 
 
 def test_calls_from_responses_output_items_keep_the_raw_argument_text() -> None:
-    body = response(("call_1", "weather", '{"city":"Oslo"}'), text="checking")
+    body = openai_responses_reply(("call_1", "weather", '{"city":"Oslo"}'), text="checking")
     parsed = Response.model_validate(body)
     for source in (parsed, parsed.output, body["output"]):
         calls = calls_from_openai(source)

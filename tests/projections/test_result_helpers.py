@@ -21,8 +21,8 @@ from openai.types.responses import ResponseInputItemParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 
 from tests.support import BATCH_TIMEOUT
-from tests.support.projection_tools import anthropic_message, chat_completion, response, sdk_checked
-from tether_clr.testing import ScriptedEndpoint
+from tests.support.projection_tools import sdk_checked
+from tether_clr.testing import ScriptedEndpoint, anthropic_reply, openai_chat_reply, openai_responses_reply
 from tether_clr import (
     BatchOutcomes,
     ImagePart,
@@ -211,9 +211,9 @@ async def test_anthropic_accepts_an_empty_result_and_sees_the_context_after_it()
         assert empty == {"type": "tool_result", "tool_use_id": "toolu_1"}  # the empty result: no content
         assert unknown["tool_use_id"] == "toolu_2" and unknown["is_error"] is True
         assert context == {"type": "text", "text": "checked toolu_1"}  # after the tool_result blocks
-        return anthropic_message(text="Nothing there.")
+        return anthropic_reply(text="Nothing there.")
 
-    with ScriptedEndpoint([anthropic_message(("toolu_1", "blank", {"path": "a"}), ("toolu_2", "missing", {})), second]) as endpoint, \
+    with ScriptedEndpoint([anthropic_reply(("toolu_1", "blank", {"path": "a"}), ("toolu_2", "missing", {})), second]) as endpoint, \
             anyio.fail_after(BATCH_TIMEOUT):
         async with AsyncAnthropic(base_url=endpoint.url, api_key="test", max_retries=0) as client:
             messages: list[MessageParam] = [{"role": "user", "content": "Read a"}]
@@ -237,9 +237,9 @@ async def test_chat_completions_gets_an_empty_result_a_marked_failure_and_then_t
             {"role": "user", "content": [{"type": "text", "text": "checked call_1"}]},
         ]
         assert body["messages"][-2]["content"].startswith("Error [UNKNOWN_TOOL]: ")
-        return chat_completion(text="Nothing there.")
+        return openai_chat_reply(text="Nothing there.")
 
-    with ScriptedEndpoint([chat_completion(("call_1", "blank", {"path": "a"}), ("call_2", "missing", {})), second]) as endpoint, \
+    with ScriptedEndpoint([openai_chat_reply(("call_1", "blank", {"path": "a"}), ("call_2", "missing", {})), second]) as endpoint, \
             anyio.fail_after(BATCH_TIMEOUT):
         async with AsyncOpenAI(base_url=endpoint.url, api_key="test", max_retries=0) as client:
             completion = await client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "Read a"}], tools=tools)
@@ -261,9 +261,9 @@ async def test_responses_gets_the_outputs_then_the_context_as_input_text() -> No
             {"type": "function_call_output", "call_id": "call_1", "output": ""},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "checked call_1"}]},
         ]
-        return response(text="Nothing there.")
+        return openai_responses_reply(text="Nothing there.")
 
-    with ScriptedEndpoint([response(("call_1", "blank", {"path": "a"})), second]) as endpoint, anyio.fail_after(BATCH_TIMEOUT):
+    with ScriptedEndpoint([openai_responses_reply(("call_1", "blank", {"path": "a"})), second]) as endpoint, anyio.fail_after(BATCH_TIMEOUT):
         async with AsyncOpenAI(base_url=endpoint.url, api_key="test", max_retries=0) as client:
             reply = await client.responses.create(model="scripted", input="Read a", tools=tools)
             outcomes = await registry.execute_batch(calls_from_openai(reply), assembly)

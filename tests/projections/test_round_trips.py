@@ -16,16 +16,8 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from tests.support import BATCH_TIMEOUT, codes, registry_of
-from tests.support.projection_tools import (
-    CONTEXT,
-    PLANNED,
-    anthropic_message,
-    chat_completion,
-    response,
-    trip_registry,
-    weather,
-)
-from tether_clr.testing import ScriptedEndpoint
+from tests.support.projection_tools import CONTEXT, PLANNED, trip_registry, weather
+from tether_clr.testing import ScriptedEndpoint, anthropic_reply, openai_chat_reply, openai_responses_reply
 from tether_clr import PythonFunction, ToolRegistry
 from tether_clr.projections import (
     calls_from_anthropic,
@@ -56,7 +48,7 @@ async def test_openai_chat_round_trip_with_python_and_csharp_tools(clr_tools: di
     def first(body: dict[str, Any]) -> dict[str, Any]:
         assert body["tools"] == tools and body["tool_choice"] == choice
         assert [t["function"]["strict"] for t in body["tools"]] == [True, True, True]
-        return chat_completion(("call_1", "weather", '{"city": "Oslo"}'), ("call_2", "Add", '{"a": 2, "b": 3}'),
+        return openai_chat_reply(("call_1", "weather", '{"city": "Oslo"}'), ("call_2", "Add", '{"a": 2, "b": 3}'),
                                ("call_3", "Greet", '{"name": "Ada", "greeting": null}'))  # strict mode's null for an optional C# parameter
 
     def second(body: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +59,7 @@ async def test_openai_chat_round_trip_with_python_and_csharp_tools(clr_tools: di
             {"role": "tool", "tool_call_id": "call_3", "content": "Hello, Ada!"},
         ]
         assert body["messages"][1]["role"] == "assistant" and len(body["messages"][1]["tool_calls"]) == 3
-        return chat_completion(text="It is sunny in Oslo; 2 + 3 = 5.")
+        return openai_chat_reply(text="It is sunny in Oslo; 2 + 3 = 5.")
 
     with ScriptedEndpoint([first, second]) as endpoint, anyio.fail_after(BATCH_TIMEOUT):
         async with AsyncOpenAI(base_url=endpoint.url, api_key="test", max_retries=0) as client:
@@ -89,7 +81,7 @@ async def test_anthropic_round_trip_with_python_and_csharp_tools(clr_tools: dict
 
     def first(body: dict[str, Any]) -> dict[str, Any]:
         assert body["tools"] == tools
-        return anthropic_message(("toolu_1", "Add", {"a": 40, "b": 2}), ("toolu_2", "weather", {"city": "Rome"}),
+        return anthropic_reply(("toolu_1", "Add", {"a": 40, "b": 2}), ("toolu_2", "weather", {"city": "Rome"}),
                                  ("toolu_3", "Add", {"a": "x"}), text="Let me check.")
 
     def second(body: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +93,7 @@ async def test_anthropic_round_trip_with_python_and_csharp_tools(clr_tools: dict
             ("toolu_2", [{"type": "text", "text": "sunny in Rome"}], False),
         ]
         assert results[2]["tool_use_id"] == "toolu_3" and results[2]["is_error"] is True
-        return anthropic_message(text="42, and sunny in Rome.")
+        return anthropic_reply(text="42, and sunny in Rome.")
 
     with ScriptedEndpoint([first, second]) as endpoint, anyio.fail_after(BATCH_TIMEOUT):
         async with AsyncAnthropic(base_url=endpoint.url, api_key="test", max_retries=0) as client:
@@ -127,12 +119,12 @@ async def test_strict_round_trip_with_nulls_for_the_optional_properties_succeeds
 
     def first(body: dict[str, Any]) -> dict[str, Any]:
         assert body["tools"] == tools
-        return response(("call_1", "plan_trip", raw))
+        return openai_responses_reply(("call_1", "plan_trip", raw))
 
     def second(body: dict[str, Any]) -> dict[str, Any]:
         (output,) = [item for item in body["input"] if item.get("type") == "function_call_output"]
         assert output == {"type": "function_call_output", "call_id": "call_1", "output": '{"days":1,"planned":"Oslo","stops":2}'}
-        return response(text="Planned.")
+        return openai_responses_reply(text="Planned.")
 
     with ScriptedEndpoint([first, second]) as endpoint, anyio.fail_after(BATCH_TIMEOUT):
         async with AsyncOpenAI(base_url=endpoint.url, api_key="test", max_retries=0) as client:

@@ -2,9 +2,8 @@
 
 ``trip_registry`` holds Python tools whose schemas exercise strict mode
 (optional, nested, enum and array properties) and one tool the test principal may
-not see; ``chat_completion``, ``response`` and ``anthropic_message`` (the test kit's
-reply builders, :mod:`tether_clr.testing.endpoint`, by their short names here) build the
-JSON a provider answers with.
+not see (the JSON a provider answers with comes from the test kit's reply builders,
+:mod:`tether_clr.testing.endpoint`).
 """
 
 from __future__ import annotations
@@ -14,9 +13,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, TypeAdapter
 
 from tether_clr import PythonFunction, RequestContext, ToolMetadata, ToolRegistrationOptions, ToolRegistry
-from tether_clr.testing.endpoint import anthropic_reply as anthropic_message
-from tether_clr.testing.endpoint import openai_chat_reply as chat_completion
-from tether_clr.testing.endpoint import openai_responses_reply as response
 
 CONTEXT = RequestContext("acme", "alice", scopes=frozenset({"trips:read"}))
 """The principal the assemblies are made for: it holds ``trips:read``, not ``payroll:read``."""
