@@ -11,6 +11,7 @@ deferred tools a search loaded, carried in a tool result's metadata.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,10 @@ class OutcomeParts:
 def outcome_parts(outcome: ToolExecutionOutcome) -> OutcomeParts:
     """The model-facing text and images of ``outcome`` (for a failure, its content without the marker:
     use :func:`~tether_clr.integrations.failure_text` for what the model is shown of a failure)."""
+    if outcome.explicit_content is None and outcome.failure is None and outcome.value_json.startswith('"'):
+        text = json.loads(outcome.value_json)  # a string value is its own text (what ``content`` would show)
+        if isinstance(text, str):
+            return OutcomeParts(text)
     content = outcome.content  # made on each read: read once
     if len(content) == 1 and isinstance(content[0], TextPart):  # the common case: one text part
         return OutcomeParts(content[0].text)

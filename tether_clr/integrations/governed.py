@@ -70,6 +70,7 @@ from typing import Any
 
 import anyio
 
+from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.catalog.reuse import keepable, reused
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.records.contexts import BatchOutcomes
@@ -126,8 +127,10 @@ class GovernedBatch:
 
 def loaded_names(outcome: ToolExecutionOutcome, assembly: ToolAssembly) -> list[str]:
     """The deferred tools a successful tool-search ``outcome`` loaded (their schemas join the next step's tools)."""
-    search = assembly.search_tool_name
-    if search is None or outcome.failure is not None or outcome.name != search:
+    if outcome.failure is not None:
+        return []
+    tool = assembly.get_tool(outcome.name)  # O(1) first: only a catalog search can be the view's search tool
+    if not (isinstance(tool, CatalogTool) and tool.searches_deferred) or outcome.name != assembly.search_tool_name:
         return []
     value = outcome.value
     if not isinstance(value, dict):
@@ -279,6 +282,8 @@ class GovernedCalls:
             approvals = CapturingApprovals()
             with approvals_captured():  # an asked call's span says "asked", not DENIED
                 outcomes = await self.registry.execute_batch(calls, assembly, self.max_parallelism, approval=approvals)
+            if not approvals.asked:  # nothing asked (the common case): every call ended
+                return GovernedBatch({o.call_id: o for o in outcomes}, additional_contexts=tuple(outcomes.additional_contexts))
             batch = GovernedBatch(additional_contexts=tuple(outcomes.additional_contexts))
             for outcome in outcomes:
                 asked = approvals.asked.get(outcome.call_id)

@@ -79,6 +79,7 @@ UNKNOWN_APPROVAL = (
     "approved, but this toolset did not ask for this call's approval and DeferredToolResults.metadata does not "
     "carry the fingerprint it was shown (pass DeferredToolRequests.metadata back): it does not apply"
 )
+_NO_SPANS: dict[str, Any] = {}  # never written: the spans of a batch with nothing to adopt
 _ANY_OBJECT = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 
 
@@ -291,6 +292,13 @@ class GovernedToolset(AbstractToolset[Any]):
             else:
                 outcome = await self._approved(name, call_id, tool_args, ctx, tool, span)
             return _answer(outcome, tool.assembly)
+        lone = _lone_call(ctx.messages, tool.offered, call_id)
+        if lone is not None:
+            # the fast path: the response's only open call of this toolset is this one, so it is the turn's whole
+            # batch (no sibling will arrive): run it now, with no turn bookkeeping (what the general path would do)
+            with adopted_spans(_NO_SPANS if span is None else {call_id: span}):
+                batch = await self.core.run((lone,), tool.assembly)
+            return self._from_batch(batch, call_id, tool.assembly)
         turn, key, first = self._turn(ctx, tool, call_id, name, tool_args)
         turn.arrive(call_id, span)
         # this call's task runs the batch (the siblings' spans adopted too, once they have arrived); its siblings wait
@@ -426,6 +434,27 @@ def _loaded_from(messages: Sequence[ModelMessage]) -> list[str]:
     return loaded_from_metadata(
         getattr(part, "metadata", None) for message in messages if isinstance(message, ModelRequest) for part in message.parts
     )
+
+
+def _lone_call(messages: Sequence[ModelMessage], offered: frozenset[str], call_id: str) -> ToolCall | None:
+    """``call_id``'s call, when it is the one open call of ``offered`` tools in the LAST message, a model response
+    (nothing after it, so none of its calls has a result yet); else None (the general path then finds the turn).
+
+    One pass over that response's parts, none over the rest of the history: for a turn of one call of this
+    toolset (the common case) it gives the same batch as :func:`_open_calls`, the call itself."""
+    if not messages:
+        return None
+    message = messages[-1]
+    if not isinstance(message, ModelResponse):
+        return None
+    found: ToolCall | None = None
+    for part in message.tool_calls:
+        if part.tool_name not in offered:
+            continue
+        if found is not None or part.tool_call_id != call_id:
+            return None  # another open call of this toolset: the calls run together (the general path)
+        found = ToolCall(part.tool_call_id, part.tool_name, part.args_as_json_str())
+    return found
 
 
 def _last_response(messages: Sequence[ModelMessage]) -> int:
