@@ -227,7 +227,8 @@ class GovernedAgentTools:
     # ------------------------------------------------------------------ calls
     async def invoke(self, context: ToolContext[Any], name: str, arguments: str) -> Any:
         """One SDK call, as a one-call batch with the SDK's call id; its outcome as the tool output."""
-        await self.settle(context)
+        if self.asked:  # what settle() checks first: nothing was asked, nothing to settle (no await)
+            await self.settle(context)
         call = ToolCall(context.tool_call_id, name, arguments)
         assembly = self.assemble(context.context)
         asked = self.asked.pop(call.call_id, None)
