@@ -299,6 +299,22 @@ class GovernedCalls:
                 return self._suspended(calls, result)
             return GovernedBatch({o.call_id: o for o in result}, additional_contexts=tuple(result.additional_contexts))
 
+    async def run_one(self, call: ToolCall, assembly: ToolAssembly) -> ToolExecutionOutcome | PendingApproval:
+        """Not logged: :meth:`run` of the one call a framework hands over alone, answered without a
+        :class:`GovernedBatch`: its outcome, or the approval it asks (its body did not run). The same
+        batch through ``execute_batch`` as :meth:`run`'s, for the per-call path of the adapters.
+        Logged sessions use :meth:`run` (``RuntimeError`` here)."""
+        if self.store is not None:
+            raise RuntimeError("run_one is for unlogged calls: a logged session runs its batches through run()")
+        approvals = CapturingApprovals()
+        with approvals_captured():  # an asked call's span says "asked", not DENIED
+            (outcome,) = await self.registry.execute_batch((call,), assembly, self.max_parallelism, approval=approvals)
+        if approvals.asked:
+            asked = approvals.asked.get(outcome.call_id)
+            if asked is not None and outcome.code is ToolFailureCodes.DENIED:
+                return asked
+        return outcome
+
     async def _check_not_parked(self) -> None:
         if self.parked:
             raise RuntimeError(f"session {self.session_id!r} has a parked step: resume it before running another batch")

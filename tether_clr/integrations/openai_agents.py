@@ -248,7 +248,8 @@ class GovernedAgentTools:
             if asked is not None:
                 outcome = await self.core.run_decided(call, decided, assembly)
             else:
-                outcome = self._only(await self.core.run([call], assembly), call, context)
+                ended = await self.core.run_one(call, assembly)
+                outcome = self._unasked(call, context) if isinstance(ended, PendingApproval) else ended
         else:
             async with self._logged:
                 batch = await self.core.run([call], assembly)
@@ -274,6 +275,10 @@ class GovernedAgentTools:
         outcome = batch.outcomes.get(call.call_id)
         if outcome is not None:
             return outcome
+        return self._unasked(call, context)
+
+    def _unasked(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionOutcome:
+        """What the model is told of a call the SDK invoked whose approval the pipeline asks (its body did not run)."""
         # The pipeline asks approval for a call the SDK invoked without asking through this adapter's
         # needs_approval: the body did not run. An SDK approval that covers it is a sticky one
         # (always_approve=True) or one for other arguments: it does not apply. When this instance asked

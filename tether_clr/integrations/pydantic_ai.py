@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import anyio.lowlevel
@@ -49,6 +49,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     ToolReturn,
+    ToolCallPart,
     ToolReturnPart,
 )
 from pydantic_ai.tools import ToolDefinition
@@ -69,6 +70,7 @@ from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
 from tether_clr.records.scope import AgentPipelineScope
+from tether_clr.records.suspension import PendingApproval
 from tether_clr.records.wire import failure_marker
 from tether_clr.registry import ToolRegistry
 
@@ -296,9 +298,14 @@ class GovernedToolset(AbstractToolset[Any]):
         if lone is not None:
             # the fast path: the response's only open call of this toolset is this one, so it is the turn's whole
             # batch (no sibling will arrive): run it now, with no turn bookkeeping (what the general path would do)
+            core = self.core
             with adopted_spans(_NO_SPANS if span is None else {call_id: span}):
-                batch = await self.core.run((lone,), tool.assembly)
-            return self._from_batch(batch, call_id, tool.assembly)
+                if core.logged:
+                    return self._from_batch(await core.run((lone,), tool.assembly), call_id, tool.assembly)
+                ended = await core.run_one(lone, tool.assembly)
+            if isinstance(ended, PendingApproval):
+                self._ask(call_id, ended)
+            return _answer(ended, tool.assembly)
         turn, key, first = self._turn(ctx, tool, call_id, name, tool_args)
         turn.arrive(call_id, span)
         # this call's task runs the batch (the siblings' spans adopted too, once they have arrived); its siblings wait
@@ -336,16 +343,20 @@ class GovernedToolset(AbstractToolset[Any]):
             return _answer(outcome, assembly)
         asked = batch.asked.get(call_id)
         if asked is not None:
-            if not self.core.logged:  # what the host is shown is what its approval binds to
-                if len(self._asked) >= _MEMORY:
-                    self._asked.pop(next(iter(self._asked)))
-                self._asked[call_id] = asked.fingerprint
-            raise ApprovalRequired({"fingerprint": asked.fingerprint, "reason": asked.reason, "arguments": asked.arguments})
+            self._ask(call_id, asked)
         held = batch.held.get(call_id)
         if held is not None:
             raise ApprovalRequired({"fingerprint": held.fingerprint, "reason": held.reason, "arguments": held.arguments,
                                     "waiting_for": list(batch.waiting.get(call_id, ()))})
         raise ToolFailed(f"{failure_marker(str(ToolFailureCodes.UNAVAILABLE))}: call {call_id!r} was not part of its batch")
+
+    def _ask(self, call_id: str, asked: PendingApproval) -> NoReturn:
+        """Hand the pipeline's approval request to pydantic-ai's human-in-the-loop (the run ends with it)."""
+        if not self.core.logged:  # what the host is shown is what its approval binds to
+            if len(self._asked) >= _MEMORY:
+                self._asked.pop(next(iter(self._asked)))
+            self._asked[call_id] = asked.fingerprint
+        raise ApprovalRequired({"fingerprint": asked.fingerprint, "reason": asked.reason, "arguments": asked.arguments})
 
     async def _approved(
         self, name: str, call_id: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: GovernedTool, span: Any | None
@@ -448,8 +459,8 @@ def _lone_call(messages: Sequence[ModelMessage], offered: frozenset[str], call_i
     if not isinstance(message, ModelResponse):
         return None
     found: ToolCall | None = None
-    for part in message.tool_calls:
-        if part.tool_name not in offered:
+    for part in message.parts:
+        if not isinstance(part, ToolCallPart) or part.tool_name not in offered:
             continue
         if found is not None or part.tool_call_id != call_id:
             return None  # another open call of this toolset: the calls run together (the general path)
