@@ -11,7 +11,6 @@ deferred tools a search loaded, carried in a tool result's metadata.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,10 +35,12 @@ class OutcomeParts:
 def outcome_parts(outcome: ToolExecutionOutcome) -> OutcomeParts:
     """The model-facing text and images of ``outcome`` (for a failure, its content without the marker:
     use :func:`~tether_clr.integrations.failure_text` for what the model is shown of a failure)."""
-    if outcome.explicit_content is None and outcome.failure is None and outcome.value_json.startswith('"'):
-        text = json.loads(outcome.value_json)  # a string value is its own text (what ``content`` would show)
-        if isinstance(text, str):
-            return OutcomeParts(text)
+    value_json = outcome.value_json
+    if (outcome.explicit_content is None and outcome.failure is None and value_json.startswith('"')
+            and "\\" not in value_json):
+        # a string value is its own text (what ``content`` shows); a JSON string with no escape is its
+        # characters between the quotes (valid text: ToolExecutionOutcome.success made the JSON)
+        return OutcomeParts(value_json[1:-1])
     content = outcome.content  # made on each read: read once
     if len(content) == 1 and isinstance(content[0], TextPart):  # the common case: one text part
         return OutcomeParts(content[0].text)
