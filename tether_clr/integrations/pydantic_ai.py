@@ -15,6 +15,9 @@ Needs ``pydantic-ai-slim`` (the ``pydantic-ai`` extra); built on
   that this toolset offered (and that has no result yet) as ONE batch, in the
   model's order; the others wait for it and each answers from the results. So
   ordering, barriers and model-order delivery hold as in ``execute_batch``.
+  A response (the last message) holding ONE open call of this toolset is the
+  fast path: that call is the whole batch, run at once with no turn bookkeeping
+  (:func:`_lone_call`; the same batch the general path would run).
 * failures: INVALID_ARGS raises ``ModelRetry`` (the model retries, within the
   tool's ``max_retries``); every other failure raises ``ToolFailed`` (a failed
   tool return, no retry); both carry ``Error [CODE/reason]: message``.
