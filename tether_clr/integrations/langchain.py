@@ -74,10 +74,10 @@ from tether_clr.integrations.content import METADATA_KEY, loaded_from_metadata, 
 from tether_clr.integrations.failures import GovernedFailure, GovernedToolError, failure_of, failure_text
 from tether_clr.integrations.governed import GovernedCalls, loaded_names
 from tether_clr.projections.source import shown_tools
+from tether_clr.recording.session.encoding import outcome_from_result
 from tether_clr.recording.session.resume import CANCELLED
 from tether_clr.recording.session.steps import DEFERRED, read_steps
 from tether_clr.recording.session.protocol import SessionStore
-from tether_clr.records.content import parts_from_json
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
@@ -337,7 +337,7 @@ class GovernedTools:
                         and event.payload.get("reason") == CANCELLED and ASKED_REASON in str(event.payload.get("message"))):
                     asked, found = True, None  # the ask: its answer comes later
                     continue
-                found = _logged_outcome(call, event.payload)
+                found = outcome_from_result(call.call_id, call.name, event.payload)
         if found is None:
             return None, asked
         return (_message(found, assembly), {"kind": APPROVAL_KIND, "call_id": call.call_id} if asked else None), asked
@@ -499,21 +499,6 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
         return to_json_text(arguments)
     except (TypeError, ValueError):
         return "\0"  # not JSON: the pipeline refuses it INVALID_ARGS
-
-
-def _logged_outcome(call: ToolCall, payload: Mapping[str, Any]) -> ToolExecutionOutcome:
-    """The outcome a ``tool/result`` payload records for ``call`` (as the batch returned it)."""
-    if payload.get("ok") is True:
-        outcome = ToolExecutionOutcome.success(call.call_id, call.name, payload.get("value"))
-    else:
-        reason = payload.get("reason")
-        outcome = ToolExecutionOutcome.failed(call.call_id, call.name, ToolFailureCodes(str(payload.get("code"))),
-                                              str(payload.get("message")), reason if isinstance(reason, str) else None)
-    attempts = payload.get("attempts")
-    if type(attempts) is int and attempts > 1:
-        outcome = outcome.with_attempts(attempts)
-    content = payload.get("content")
-    return outcome if content is None else outcome.with_content(parts_from_json(content))
 
 
 async def _durably(durable: bool, call: ToolCall, stage: str, run: Callable[[], Awaitable[Any]]) -> Any:

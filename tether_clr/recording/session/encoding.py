@@ -14,8 +14,8 @@ from typing import Any
 
 from tether_clr.foundations.text import safe_text_or_value
 from tether_clr.recording.session.repair import NewEvent
-from tether_clr.records.content import parts_to_json
-from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
+from tether_clr.records.content import parts_from_json, parts_to_json
+from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
 
 __all__ = [
     "PendingEvent",
@@ -149,6 +149,23 @@ def result_payload(
     if outcome.explicit_content is not None:
         fields["content"] = parts_to_json(outcome.explicit_content)
     return dumps(fields)[:-1] + ',"value":' + outcome.value_json + "}"
+
+
+def outcome_from_result(call_id: str, name: str, payload: dict[str, Any]) -> ToolExecutionOutcome:
+    """The outcome a ``tool/result`` payload (:func:`result_payload`'s) records, as the batch returned it."""
+    if payload.get("ok") is True:
+        outcome = ToolExecutionOutcome.success(call_id, name, payload.get("value"))
+    else:
+        reason = payload.get("reason")
+        outcome = ToolExecutionOutcome.failed(
+            call_id, name, ToolFailureCodes(str(payload.get("code"))), str(payload.get("message")),
+            reason if isinstance(reason, str) else None,
+        )
+    attempts = payload.get("attempts")
+    if type(attempts) is int and attempts > 1:
+        outcome = outcome.with_attempts(attempts)
+    content = payload.get("content")
+    return outcome if content is None else outcome.with_content(parts_from_json(content))
 
 
 def attempt_payload(position: int | None, attempt: int, outcome: ToolExecutionOutcome, child: str | None = None) -> str:

@@ -38,6 +38,7 @@ from tether_clr.recording.session.encoding import (
     call_payload,
     check_session_id,
     dumps,
+    outcome_from_result,
     result_payload,
 )
 from tether_clr.recording.session.events import (
@@ -49,7 +50,6 @@ from tether_clr.recording.session.events import (
 )
 from tether_clr.recording.session.protocol import SessionClaim, SessionStore
 from tether_clr.recording.session.steps import StepLog, read_steps, step_contexts, user_message
-from tether_clr.records.content import parts_from_json
 from tether_clr.records.context import RequestContext
 from tether_clr.records.decisions import ApprovalResult
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
@@ -76,21 +76,8 @@ def _outcome(step: StepLog, position: int) -> ToolExecutionOutcome:
     proposal = step.proposal(position) or {}
     proposed_id = proposal.get("call_id")
     call_id = proposed_id if isinstance(proposed_id, str) else event.call_id or ""
-    payload = event.payload
-    name = payload.get("name")
-    name = name if isinstance(name, str) else ""
-    if payload.get("ok") is True:
-        outcome = ToolExecutionOutcome.success(call_id, name, payload.get("value"))
-    else:
-        reason = payload.get("reason")
-        outcome = ToolExecutionOutcome.failed(
-            call_id, name, Codes(str(payload.get("code"))), str(payload.get("message")), reason if isinstance(reason, str) else None
-        )
-    attempts = payload.get("attempts")
-    if type(attempts) is int and attempts > 1:
-        outcome = outcome.with_attempts(attempts)
-    content = payload.get("content")
-    return outcome if content is None else outcome.with_content(parts_from_json(content))
+    name = event.payload.get("name")
+    return outcome_from_result(call_id, name if isinstance(name, str) else "", event.payload)
 
 
 def _delivered(step: StepLog, first_parked: int) -> tuple[ToolExecutionOutcome, ...]:
