@@ -42,7 +42,7 @@ class ListenerSnapshot:
     puts a listener first).
     """
 
-    __slots__ = ("_by_kind", "_memo")
+    __slots__ = ("_by_kind", "_memo", "_stage_memo")
 
     # A registry hands the same snapshot to every batch until a listener is registered or
     # disposed, so the memo outlives batches; bounded, because hosts may make a scope per request.
@@ -51,6 +51,19 @@ class ListenerSnapshot:
     def __init__(self, by_kind: Mapping[ListenerKind, tuple[Listener, ...]]) -> None:
         self._by_kind = by_kind
         self._memo: dict[tuple[ListenerKind, int], tuple[AgentPipelineScope | None, tuple[Callable[..., Any], ...]]] = {}
+        self._stage_memo: dict[int, tuple[AgentPipelineScope | None, dict[ListenerKind, tuple[Callable[..., Any], ...]]]] = {}
+
+    def stage_chains(self, scope: AgentPipelineScope | None) -> dict[ListenerKind, tuple[Callable[..., Any], ...]]:
+        """Every kind's :meth:`chain` for ``scope`` at once, made once per snapshot and scope (a batch's
+        pipeline takes its view's scope's chains with one lookup). Callers must not change the dict."""
+        found = self._stage_memo.get(id(scope))
+        if found is not None and found[0] is scope:
+            return found[1]
+        chains = {kind: self.chain(kind, scope) for kind in LISTENER_KINDS}
+        if len(self._stage_memo) >= self._MEMO_LIMIT:
+            self._stage_memo.clear()
+        self._stage_memo[id(scope)] = (scope, chains)
+        return chains
 
     def chain(self, kind: ListenerKind, scope: AgentPipelineScope | None) -> tuple[Callable[..., Any], ...]:
         key = (kind, id(scope))

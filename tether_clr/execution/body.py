@@ -1,0 +1,193 @@
+"""The execute stage: the execute waterfall around the tool body, its timeout, its cancel scope when
+something can cancel it, its own context copy, and a JSON-checked outcome; never raises for tool faults. Floor 4."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from tether_clr.catalog.builtin import CatalogTool
+from tether_clr.execution.isolation import in_own_context
+from tether_clr.execution.timeouts import run_timed
+from tether_clr.execution.waterfalls import ContractViolation
+from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
+from tether_clr.foundations.children import context_lending
+from tether_clr.foundations.errors import ToolArgumentError, ToolError
+from tether_clr.foundations.text import describe_exception, exception_text
+from tether_clr.records.content import content_parts, parts_to_json
+from tether_clr.records.outcomes import ToolDispatch, ToolExecution, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolFailureCodes as Codes
+
+from tether_clr.execution.stages import StageBase, fail, reraise_unless_contained, with_hook_content
+
+if TYPE_CHECKING:
+    from tether_clr.catalog.entries import ToolEntry
+    from tether_clr.execution.observing import ObservedCall
+
+__all__ = ['BodyStage']
+
+logger = logging.getLogger("tether_clr")
+
+
+def _limit_result(execution: ToolExecution, outcome: ToolExecutionOutcome, limit: int | None) -> ToolExecutionOutcome:
+    """``max_result_bytes``: a result whose canonical JSON is larger (UTF-8 bytes) is TOOL_ERROR ``result_too_large``."""
+    if limit is None or outcome.failure is not None:
+        return outcome
+    size = len(outcome.value_json.encode("utf-8"))
+    if size <= limit:
+        return outcome
+    return fail(execution, Codes.TOOL_ERROR, f"the result is {size} bytes, more than max_result_bytes={limit}", "result_too_large")
+
+
+class _Uninterruptible:
+    """Stands in for the body's cancel scope when nothing can cancel its token (see ``execute``)."""
+
+    cancelled_caught = False
+
+    def __enter__(self) -> _Uninterruptible:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNINTERRUPTIBLE = _Uninterruptible()
+
+class BodyStage(StageBase):
+    """The execute waterfall and the body (:meth:`execute`)."""
+
+    __slots__ = ()
+
+    @property
+    def swaps_cancellation(self) -> bool:
+        """Execute listeners may hand a body another token than its execution's (the view's scope has some)."""
+        return bool(self._chains["execute"])
+
+    def cancelled(self, execution: ToolExecution) -> ToolExecutionOutcome:
+        """ABORTED for a body its execution's token interrupted, as :meth:`execute` reports it."""
+        return fail(execution, Codes.ABORTED, f"cancelled: {execution.cancellation.reason or 'cancellation requested'}")
+
+    async def execute(
+        self, execution: ToolExecution, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
+        observed: ObservedCall | None = None,
+    ) -> ToolExecutionOutcome:
+        """Execute waterfall around the tool body; never raises for tool faults.
+
+        ``interruptible=False`` is the batch's promise that nothing can cancel the
+        execution's token while this body runs (an inline call in a batch whose
+        caller passed no cancellable token), or that the batch links the token to
+        a cancel scope around this call itself (a parallel worker, which then
+        reports an interrupted body with :meth:`cancelled`); with no execute
+        listener to swap in another token, the body then runs without a cancel
+        scope of its own. ``key``: the call's key in the step (its position, or a
+        child's key), under which a body that makes child calls keys its children.
+        The tool's timeout (:mod:`~tether_clr.execution.timeouts`) runs around the
+        body, inside the waterfall: execute listeners see its outcome.
+        ``observed``: the call's instrumentation, told each body (``body`` stage).
+        """
+        if observed is not None:
+            observed.stage = "body"
+        chain = self._chain("execute", execution.scope)
+        if not chain:  # no waterfall to build: straight to the body, with the same containment
+            try:
+                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key, observed)
+            except BaseException as exc:
+                reraise_unless_contained(exc)
+                return fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
+
+        async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
+            if index == len(chain):
+                return await self._run_body(dispatch, entry, True, key, observed)
+
+            async def next_(changed: ToolDispatch | None = None) -> ToolExecutionOutcome:
+                if changed is None:
+                    changed = dispatch
+                elif not isinstance(changed, ToolDispatch) or changed.execution is not execution:
+                    raise ContractViolation("execute listeners may only replace the dispatch's cancellation")
+                return await step(index + 1, changed)
+
+            outcome = await chain[index](dispatch, next_)
+            if not isinstance(outcome, ToolExecutionOutcome):
+                raise ContractViolation(f"execute listener returned {type(outcome).__name__}, expected ToolExecutionOutcome")
+            return outcome
+
+        try:
+            return await step(0, ToolDispatch(execution, execution.cancellation))
+        except BaseException as exc:
+            reraise_unless_contained(exc)
+            return fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
+
+    async def _run_body(
+        self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
+        observed: ObservedCall | None = None,
+    ) -> ToolExecutionOutcome:
+        execution = dispatch.execution
+        outcome: ToolExecutionOutcome | None = None
+        timeouts = self._timeouts
+        seconds = None if timeouts is None else timeouts.of(entry)
+        # The caller's token always reaches the body, even if a listener swapped in an unlinked one.
+        linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
+        with linked as scope:
+            if seconds is None:
+                outcome = await self._invoke(execution, entry, key, observed, dispatch.cancellation)
+            else:  # a timed body: its own token, cancelled at the deadline (execution/timeouts.py)
+                assert timeouts is not None
+                tokens = (execution.cancellation, dispatch.cancellation)
+                outcome = await run_timed(partial(self._invoke, execution, entry, key, observed), execution, tokens, seconds, timeouts)
+        if outcome is None or scope.cancelled_caught:
+            reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
+            return fail(execution, Codes.ABORTED, f"cancelled: {reason}")
+        outcome = _limit_result(execution, outcome, entry.max_result_bytes)
+        if entry.project_content is None or outcome.failure is not None:
+            return outcome
+        return with_hook_content(execution, outcome, entry.project_content, "project_content")
+
+    async def _invoke(
+        self, execution: ToolExecution, entry: ToolEntry, key: str | None, observed: ObservedCall | None, token: CancellationToken
+    ) -> ToolExecutionOutcome:
+        """The tool body with ``token``, its failures as outcomes; a cancellation of the awaiting task propagates.
+
+        A body that makes child calls is lent a handle on ``token`` (so a timeout cancels its children
+        too), closed when the body ends. An observed body is told to its instrumentation, with the
+        context copy it runs in (where a span can be made current for the body alone)."""
+        lent = None
+        if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
+            lent = self.children.lend(execution, key, token)
+        try:
+            # In a copy of the context: what the body sets there is seen by nothing else.
+            if entry.catalog_tool:  # the catalog's own tool (the tool search): it reads the view of the call
+                body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, token)
+            else:
+                body = entry.tool.invoke(execution.arguments, token)
+            context = None if lent is None else context_lending(lent)
+            if observed is not None:
+                context = contextvars.copy_context() if context is None else context
+                observed.body_started(context)
+            try:
+                value = await in_own_context(body, context)
+            finally:
+                if lent is not None:
+                    lent.close()
+                if observed is not None:
+                    observed.body_ended()
+        except ToolArgumentError as exc:
+            return fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
+        except OperationCancelledError as exc:
+            return fail(execution, Codes.ABORTED, f"cancelled: {exception_text(exc)}")
+        except ToolError as exc:
+            return fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
+        except Exception as exc:
+            return fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
+        except BaseException as exc:  # a CancelledError nothing asked for: the tool's own failure
+            reraise_unless_contained(exc)
+            return fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
+        try:
+            parts = content_parts(value)
+            if parts is None:
+                return ToolExecutionOutcome.success(execution.call_id, execution.name, value)
+            # the body answered with content: its value is the parts' JSON
+            return ToolExecutionOutcome.success(execution.call_id, execution.name, parts_to_json(parts)).with_content(parts)
+        except TypeError as exc:
+            return fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
