@@ -16,6 +16,7 @@ and are repeated on each method so ``help(ToolRegistry)`` is the whole tour.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, overload
 
 from tether_clr.catalog.attachment import ControlAttachment
@@ -37,9 +38,11 @@ from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
 from tether_clr.execution.batch import BatchRun
 from tether_clr.execution.resumption import ResumePoint
 from tether_clr.execution.grouping import Classifier, classify_reading
+from tether_clr.execution.inputs import validate_batch
 from tether_clr.execution.instrumentation import Instrumentation, discovered_instrumentation
 from tether_clr.execution.invariants import check_invariants
 from tether_clr.execution.listeners import Listeners, ListenerSnapshot
+from tether_clr.execution.lone import run_lone
 from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.arguments import ArgumentLimits
@@ -408,7 +411,15 @@ class ToolRegistry:
 
         ``ValueError`` before anything runs when ``view`` was not sealed by this registry.
         """
-        return await self._batch(list(calls), view, max_parallelism, sink, cancellation, None, approval).run()
+        calls = list(calls)
+        if len(calls) == 1 and sink is None:  # a lone call: straight through the stages (execution/lone.py)
+            view = self._own(view)
+            validate_batch(calls, view, max_parallelism)
+            return await run_lone(
+                calls[0], view, self._listeners.snapshot(), self.approval if approval is None else approval, cancellation,
+                self._timeouts, self.instrumentation, partial(self._batch, calls, view, max_parallelism, None, cancellation, None, approval),
+            )
+        return await self._batch(calls, view, max_parallelism, sink, cancellation, None, approval).run()
 
     async def resume(
         self,

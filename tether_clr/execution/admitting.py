@@ -10,20 +10,18 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from functools import partial
 
-
 from tether_clr.catalog.entries import ToolEntry
 from tether_clr.execution.admission import admitted_not_run
+from tether_clr.execution.batch_state import BatchState
 from tether_clr.execution.children import too_deep
-from tether_clr.execution.pool import Pool, Slot, Worker, not_dispatched
+from tether_clr.execution.pool import Pool, Slot, Worker, not_dispatched, unparkable
 from tether_clr.execution.ports import told
 from tether_clr.execution.resumption import already_approved, withdrawn_outcome
 from tether_clr.execution.retries import run_attempts
 from tether_clr.foundations.errors import SinkError
 from tether_clr.foundations.text import describe_exception
 from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
-from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import PendingApproval
-from tether_clr.execution.batch_state import BatchState
 
 __all__ = ["Admitting"]
 
@@ -37,7 +35,8 @@ class Admitting(BatchState):
         """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
         if self._audit:
             slot.started = time.perf_counter()
-        declared, execution, entry, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
+        declared, execution, entry, slot.fresh, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
+        slot.parsed = None  # handed over: begin's fresh object is the body's now
         origin = self._origin
         if origin is not None and origin.depth > self._max_child_depth:  # declared and recorded, never run
             early = too_deep(execution, origin.depth, self._max_child_depth)
@@ -85,11 +84,7 @@ class Admitting(BatchState):
             return execution, entry
         if isinstance(refusal, PendingApproval):
             if not self._can_park:  # nowhere durable to park it: fail closed rather than lose the call
-                slot.finish(ToolExecutionOutcome.failed(
-                    execution.call_id, execution.name, Codes.UNAVAILABLE,
-                    "approval deferred, but this batch's sink is not a log a parked call can be resumed from: "
-                    "run the batch with a session store's sink to park it", "approval_deferred",
-                ))
+                slot.finish(unparkable(execution))
                 return None
             pending = replace(refusal, index=slot.declaration.index)
             self._parked.append(pending)
@@ -134,7 +129,8 @@ class Admitting(BatchState):
     ) -> Awaitable[ToolExecutionOutcome]:
         """The execute stage (no coroutine of its own); once per attempt for a tool with a retry policy (execution/retries.py)."""
         if entry.retry is None:
-            return self._pipeline.execute(execution, entry, interruptible, key, slot.observed)
+            fresh, slot.fresh = slot.fresh, None  # the body's own object, once
+            return self._pipeline.execute(execution, entry, interruptible, key, slot.observed, fresh)
         return run_attempts(
             self._pipeline, execution, entry, interruptible, key, partial(self._attempted, slot, execution),
             partial(setattr, slot, "attempts"), slot.observed,

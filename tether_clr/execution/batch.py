@@ -46,7 +46,7 @@ import anyio.lowlevel
 from tether_clr.execution.children import ChildOrigin, ChildSink
 from tether_clr.execution.grouping import classify_reading
 from tether_clr.execution.inputs import proposal
-from tether_clr.execution.observing import observe_batch
+from tether_clr.execution.observing import ObservedBatch, observe_batch
 from tether_clr.execution.parallel import ParallelGroups
 from tether_clr.execution.pool import Slot, not_dispatched
 from tether_clr.execution.ports import Declaration
@@ -94,13 +94,17 @@ class BatchRun(ParallelGroups):
             groups.append(parallel)
         return groups
 
+    def observed_from_start(self, observed: ObservedBatch) -> None:
+        """Run observed by ``observed``, the observer :func:`observe_batch` already gave this batch (a lone
+        call that found it observed hands it here rather than asking the instrumentation twice)."""
+        self._observed = observed
+
     async def run(self) -> BatchOutcomes | BatchSuspended:
-        # One checkpoint per batch: a batch of instant tools (whose inline groups never wait)
-        # still yields to the loop once, and a cancelled host task is cancelled here, before
-        # anything is declared.
-        await anyio.lowlevel.checkpoint()
+        # A cancelled host task is cancelled here, before anything is declared: its cancel scopes
+        # are read, with no event-loop iteration (a batch of instant tools need not yield at all).
+        await anyio.lowlevel.checkpoint_if_cancelled()
         hooks = self._hooks
-        observed = self._observed = observe_batch(self._instrumentation, self._view)
+        observed = self._observed = observe_batch(self._instrumentation, self._view) if self._observed is None else self._observed
         error: BaseException | None = None
         starting = hooks is not None and self._resume is None  # a resumed step was started long ago
         groups = self._groups() if starting and hooks is not None and hooks.starts else None

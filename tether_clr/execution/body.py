@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.execution.isolation import in_own_context
@@ -71,7 +71,7 @@ class BodyStage(StageBase):
 
     async def execute(
         self, execution: ToolExecution, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
-        observed: ObservedCall | None = None,
+        observed: ObservedCall | None = None, arguments: dict[str, Any] | None = None,
     ) -> ToolExecutionOutcome:
         """Execute waterfall around the tool body; never raises for tool faults.
 
@@ -86,20 +86,22 @@ class BodyStage(StageBase):
         The tool's timeout (:mod:`~tether_clr.execution.timeouts`) runs around the
         body, inside the waterfall: execute listeners see its outcome.
         ``observed``: the call's instrumentation, told each body (``body`` stage).
+        ``arguments``: the object the body gets, when the caller holds one nobody else has seen
+        (:meth:`begin`'s ``fresh``, for a first attempt); by default a detached copy, ``execution.arguments``.
         """
         if observed is not None:
             observed.stage = "body"
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
-                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key, observed)
+                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key, observed, arguments)
             except BaseException as exc:
                 reraise_unless_contained(exc)
                 return fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
         async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
             if index == len(chain):
-                return await self._run_body(dispatch, entry, True, key, observed)
+                return await self._run_body(dispatch, entry, True, key, observed, arguments)
 
             async def next_(changed: ToolDispatch | None = None) -> ToolExecutionOutcome:
                 if changed is None:
@@ -121,7 +123,7 @@ class BodyStage(StageBase):
 
     async def _run_body(
         self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
-        observed: ObservedCall | None = None,
+        observed: ObservedCall | None = None, arguments: dict[str, Any] | None = None,
     ) -> ToolExecutionOutcome:
         execution = dispatch.execution
         outcome: ToolExecutionOutcome | None = None
@@ -131,11 +133,12 @@ class BodyStage(StageBase):
         linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
         with linked as scope:
             if seconds is None:
-                outcome = await self._invoke(execution, entry, key, observed, dispatch.cancellation)
+                outcome = await self._invoke(execution, entry, key, observed, dispatch.cancellation, arguments)
             else:  # a timed body: its own token, cancelled at the deadline (execution/timeouts.py)
                 assert timeouts is not None
                 tokens = (execution.cancellation, dispatch.cancellation)
-                outcome = await run_timed(partial(self._invoke, execution, entry, key, observed), execution, tokens, seconds, timeouts)
+                invoke = partial(self._invoke, execution, entry, key, observed, arguments=arguments)
+                outcome = await run_timed(invoke, execution, tokens, seconds, timeouts)
         if outcome is None or scope.cancelled_caught:
             reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return fail(execution, Codes.ABORTED, f"cancelled: {reason}")
@@ -145,7 +148,8 @@ class BodyStage(StageBase):
         return with_hook_content(execution, outcome, entry.project_content, "project_content")
 
     async def _invoke(
-        self, execution: ToolExecution, entry: ToolEntry, key: str | None, observed: ObservedCall | None, token: CancellationToken
+        self, execution: ToolExecution, entry: ToolEntry, key: str | None, observed: ObservedCall | None, token: CancellationToken,
+        arguments: dict[str, Any] | None = None,
     ) -> ToolExecutionOutcome:
         """The tool body with ``token``, its failures as outcomes; a cancellation of the awaiting task propagates.
 
@@ -156,11 +160,13 @@ class BodyStage(StageBase):
         if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
             lent = self.children.lend(execution, key, token)
         try:
+            if arguments is None:
+                arguments = execution.arguments
             # In a copy of the context: what the body sets there is seen by nothing else.
             if entry.catalog_tool:  # the catalog's own tool (the tool search): it reads the view of the call
-                body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, execution.arguments, token)
+                body = cast(CatalogTool, entry.tool).invoke_in_view(self._view, arguments, token)
             else:
-                body = entry.tool.invoke(execution.arguments, token)
+                body = entry.tool.invoke(arguments, token)
             context = None if lent is None else context_lending(lent)
             if observed is not None:
                 context = contextvars.copy_context() if context is None else context

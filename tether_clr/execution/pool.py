@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -21,7 +22,7 @@ from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOu
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import PendingApproval
 
-__all__ = ["Admitted", "Pool", "Slot", "Worker", "not_dispatched"]
+__all__ = ["Admitted", "Pool", "Slot", "Worker", "not_dispatched", "unparkable"]
 
 
 @dataclass(eq=False)
@@ -34,6 +35,7 @@ class Slot:
     dispatched: bool = False
     started: float = 0.0  # perf_counter at admission; only read when auditing
     parsed: ParsedArguments | None = None  # the arguments as classifying read them, unseen by anyone
+    fresh: dict[str, Any] | None = None  # the arguments object for its body (begin's), unseen by anyone
     audited: bool = False
     parked: PendingApproval | None = None  # the provider answered DEFERRED: no outcome, no body
     queued: int = -1  # its place among the parallel group's admitted calls, in model order
@@ -87,6 +89,16 @@ def not_dispatched(execution: ToolExecution, token: CancellationToken) -> ToolEx
     """ABORTED_BEFORE_DISPATCH: the batch's ``token`` was cancelled before this call's body could start."""
     reason = token.reason or "cancellation requested"
     return ToolExecutionOutcome.failed(execution.call_id, execution.name, Codes.ABORTED_BEFORE_DISPATCH, f"not dispatched: {reason}")
+
+
+def unparkable(execution: ToolExecution) -> ToolExecutionOutcome:
+    """UNAVAILABLE ``approval_deferred``: the provider deferred the call, but the batch has no sink that can
+    park it (a session store's). Failing closed rather than losing the call."""
+    return ToolExecutionOutcome.failed(
+        execution.call_id, execution.name, Codes.UNAVAILABLE,
+        "approval deferred, but this batch's sink is not a log a parked call can be resumed from: "
+        "run the batch with a session store's sink to park it", "approval_deferred",
+    )
 
 
 Admitted = tuple[Slot, ToolExecution, ToolEntry]

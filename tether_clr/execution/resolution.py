@@ -38,10 +38,13 @@ class Resolution(StageBase):
 
     def begin(
         self, call: ToolCall, token: CancellationToken, parsed: ParsedArguments | None = None
-    ) -> tuple[ToolCall, ToolExecution, ToolEntry | None, ToolExecutionOutcome | None]:
+    ) -> tuple[ToolCall, ToolExecution, ToolEntry | None, dict[str, Any] | None, ToolExecutionOutcome | None]:
         """Build the execution and resolve the tool; an early outcome means no dispatch.
 
-        Returns the call as it is to be declared to the sink: ``call`` itself, or,
+        Returns ``(declared, execution, entry, fresh, early)``. ``fresh``, when there is no early outcome,
+        is the arguments object for the body's first attempt (:meth:`execute`'s ``arguments``): fresh
+        from the parser and seen by no stage, so it is handed over instead of a copy; None with an early outcome.
+        ``declared`` is the call as it is to be declared to the sink: ``call`` itself, or,
         when its text is not valid Unicode, its :meth:`ToolCall.recordable` copy,
         which the execution and the outcome then carry too (refused INVALID_ARGS); arguments refused before they
         parse: its :meth:`ToolCall.with_arguments_refused` form, whose bounded prefix the execution carries too.
@@ -81,20 +84,22 @@ class Resolution(StageBase):
         )
         if invalid:
             fields = " and ".join(invalid)
-            return call, execution, None, fail(
+            return call, execution, None, None, fail(
                 execution, Codes.INVALID_ARGS, f"the call's {fields} is not valid Unicode text (a lone surrogate)"
             )
         entry = self._view.resolve(call.name)
         if entry is None:
-            return call, execution, None, fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
+            return call, execution, None, None, fail(execution, Codes.UNKNOWN_TOOL, f"no tool named {call.name!r} is visible in this scope")
         unloaded = self._unloaded
         if unloaded and entry.name in unloaded:  # deferred, schema not loaded: the model never saw the parameters
-            return call, execution, entry, _schema_not_loaded(execution, entry, self._view)
+            return call, execution, entry, None, _schema_not_loaded(execution, entry, self._view)
         if parse_error is not None:
-            return call, execution, entry, fail(execution, Codes.INVALID_ARGS, parse_error)
+            return call, execution, entry, None, fail(execution, Codes.INVALID_ARGS, parse_error)
         admitted, schema_error = entry.validator.admit(arguments)
         if schema_error is not None:
-            return call, execution, entry, fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
+            return call, execution, entry, None, fail(execution, Codes.INVALID_ARGS, f"arguments do not match the schema of {call.name!r}: {schema_error}")
         if admitted is not arguments:  # strict-mode nulls read as absent: the body and approvers see the cleaned arguments
             execution = replace(execution, arguments_json=canonical_json(admitted))
-        return call, execution, entry, None
+        # The arguments object itself goes to the body (its first attempt): fresh from the parser, seen only by
+        # the schema check, so the body needs no copy of its own (every other stage reads a detached copy).
+        return call, execution, entry, admitted, None

@@ -6,7 +6,10 @@ and meter providers (the ones it was given, else the global ones): a provider
 that is still the API's placeholder (no provider configured) or a no-op
 records nothing, and with neither recording, the batch gets no observer at
 all, so its calls cost one branch each. A host that configures a provider
-later is picked up by the next batch.
+later is picked up by the next batch. While no global provider is set, the
+API's getters read the environment (``OTEL_PYTHON_TRACER_PROVIDER``,
+``OTEL_PYTHON_METER_PROVIDER``) on every call; here those two variables are
+read once per process, and a batch looks only at whether a provider was set.
 
 The default instrumentation (:func:`default_instrumentation`, the entry point
 every :class:`~tether_clr.ToolRegistry` finds) is one per process;
@@ -18,12 +21,14 @@ instrumentation starts (made, or :func:`instrument` called).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from importlib import metadata
 from typing import TYPE_CHECKING
 
 from opentelemetry import metrics, trace
+from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Tracer, TracerProvider
 
@@ -50,6 +55,30 @@ def _version() -> str:
 
 def _capture_from_environment() -> bool:
     return os.environ.get(CAPTURE_CONTENT_VARIABLE, "").strip().lower() == "true"
+
+
+@functools.cache
+def _named_in_environment(variable: str) -> bool:
+    """Whether ``variable`` names a provider for the API to load on first use; read once per process."""
+    return variable in os.environ
+
+
+_UNKNOWN = object()
+
+
+def _global_tracer_provider() -> TracerProvider | None:
+    """``trace.get_tracer_provider()``, or None while none is set and the environment names none (the API's
+    placeholder, which records nothing), without the API's environment read on every call."""
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not _named_in_environment("OTEL_PYTHON_TRACER_PROVIDER"):
+        return None
+    return trace.get_tracer_provider()
+
+
+def _global_meter_provider() -> MeterProvider | None:
+    """``metrics.get_meter_provider()``, or None while none is set and the environment names none."""
+    if getattr(metrics_internal, "_METER_PROVIDER", _UNKNOWN) is None and not _named_in_environment("OTEL_PYTHON_METER_PROVIDER"):
+        return None
+    return metrics.get_meter_provider()
 
 
 def _records_spans(provider: TracerProvider) -> bool:
@@ -87,7 +116,9 @@ class OtelInstrumentation:
         self._metered: tuple[MeterProvider, ToolMetrics] | None = None
 
     def _tracer(self) -> Tracer | None:
-        provider = self.tracer_provider if self.tracer_provider is not None else trace.get_tracer_provider()
+        provider = self.tracer_provider if self.tracer_provider is not None else _global_tracer_provider()
+        if provider is None:
+            return None
         traced = self._traced
         if traced is not None and traced[0] is provider:
             return traced[1]
@@ -98,7 +129,9 @@ class OtelInstrumentation:
         return tracer
 
     def _metrics(self) -> ToolMetrics | None:
-        provider = self.meter_provider if self.meter_provider is not None else metrics.get_meter_provider()
+        provider = self.meter_provider if self.meter_provider is not None else _global_meter_provider()
+        if provider is None:
+            return None
         metered = self._metered
         if metered is not None and metered[0] is provider:
             return metered[1]

@@ -1,0 +1,130 @@
+"""A lone call: a batch of one call with no sink, run straight through the stages.
+
+Most batches an agent framework or an MCP server runs hold one call and no sink
+(a framework that invokes tools one by one; an MCP ``tools/call``). Nothing can
+overlap, nothing is declared, nothing can be parked and nothing can abort the
+batch while the body runs, so such a batch needs none of the general
+machinery of :class:`~tether_clr.execution.batch.BatchRun`: no cancellation
+source of its own (the execution carries the caller's token, or a token that
+is never cancelled), no batch id, no slot, no group, no task, semaphore or
+cancel scope (the body gets one only when the caller's token can cancel it),
+and no yield to the event loop: a cancelled caller is cancelled on entry,
+before anything is resolved, by :func:`anyio.lowlevel.checkpoint_if_cancelled`,
+which reads the caller's cancel scopes without a loop iteration.
+
+The stages are the same :class:`~tether_clr.execution.pipeline.CallPipeline`
+calls in the same order as a one-call group of a batch, with the same
+outcomes: resolution, authorization (a ``DEFERRED`` approval cannot be parked
+without a sink: UNAVAILABLE ``approval_deferred``), re-authorization, the
+body, review, ``finalize_content``, the audit record, the result policies (one
+that raises ends the batch with :class:`~tether_clr.errors.ResultPolicyError`,
+nothing delivered) and the result listeners.
+
+What a lone call does not handle goes to a :class:`BatchRun` instead, before
+anything ran: a batch inside :func:`~tether_clr.execution.admission.admission_only`,
+an observed batch (instrumentation that records), and a tool that makes child
+calls or has a retry policy. Floor 4 (execution).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio.lowlevel
+
+from tether_clr.catalog.entries import ToolEntry
+from tether_clr.catalog.views import SealedToolCatalogView
+from tether_clr.execution.admission import admission_only_active
+from tether_clr.execution.auditing import audit_record, tell_auditors
+from tether_clr.execution.batch import BatchRun
+from tether_clr.execution.instrumentation import Instrumentation
+from tether_clr.execution.listeners import ListenerSnapshot
+from tether_clr.execution.observing import ObservedBatch, observe_batch
+from tether_clr.execution.pipeline import CallPipeline
+from tether_clr.execution.pool import Slot, not_dispatched, unparkable
+from tether_clr.execution.ports import ApprovalProvider, Declaration
+from tether_clr.execution.timeouts import Timeouts
+from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.records.contexts import BatchOutcomes
+from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+from tether_clr.records.suspension import PendingApproval
+
+__all__ = ["run_lone"]
+
+_NEVER_CANCELLED = CancellationToken.none()
+
+
+def _runs_alone(entry: ToolEntry | None) -> bool:
+    """Whether a lone call of ``entry``'s tool can run here: not one that makes child calls (its body is
+    lent a handle on the batch) nor one with a retry policy (each attempt is recorded by the batch)."""
+    return entry is None or (entry.retry is None and getattr(entry.tool, "makes_child_calls", False) is not True)
+
+
+async def run_lone(
+    call: ToolCall,
+    view: SealedToolCatalogView,
+    listeners: ListenerSnapshot,
+    approval: ApprovalProvider | None,
+    cancellation: CancellationToken | None,
+    timeouts: Timeouts | None,
+    instrumentation: Instrumentation | None,
+    general: Callable[[], BatchRun],
+) -> BatchOutcomes:
+    """Run ``call`` (checked by :func:`~tether_clr.execution.inputs.validate_batch`) as a batch of one with
+    no sink; ``general`` makes the :class:`BatchRun` of the same batch, run instead when the call needs it."""
+    await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller: cancelled here, before anything
+    if admission_only_active() or not _runs_alone(view.resolve(call.name)):
+        return await _general(general)
+    observed = observe_batch(instrumentation, view)
+    if observed is not None:
+        return await _general(general, observed)
+    pipeline = CallPipeline(view, listeners, approval, timeouts)
+    token = _NEVER_CANCELLED if cancellation is None else cancellation
+    audit = pipeline.audit_listeners()
+    started = time.perf_counter() if audit else 0.0
+    _, execution, entry, fresh, outcome = pipeline.begin(call, token)
+    dispatched = False
+    if outcome is None:
+        assert entry is not None
+        outcome, dispatched = await _admit_and_run(pipeline, execution, entry, token, fresh)
+    contexts: tuple[str, ...] = ()
+    if dispatched:
+        outcome, contexts = await pipeline.review(execution, outcome)
+    outcome = pipeline.finalize(execution, entry, outcome)
+    if audit:
+        slot = Slot(call, Declaration("", 0), execution, entry, dispatched=dispatched, started=started)
+        await tell_auditors(audit, audit_record(view, slot, outcome))
+    await pipeline.enforce_policies(execution, outcome)  # ResultPolicyError: raised, nothing was delivered
+    await pipeline.notify(execution, outcome)
+    return BatchOutcomes([outcome], list(contexts))
+
+
+async def _admit_and_run(
+    pipeline: CallPipeline, execution: ToolExecution, entry: ToolEntry, token: CancellationToken, fresh: dict[str, Any] | None
+) -> tuple[ToolExecutionOutcome, bool]:
+    """Authorization, re-authorization and the body of a resolved call: its outcome, and whether its body ran."""
+    if token.is_cancelled:
+        return not_dispatched(execution, token), False
+    refusal = await pipeline.authorize(execution, entry)
+    if isinstance(refusal, PendingApproval):  # no sink to park it in: fail closed rather than lose the call
+        return unparkable(execution), False
+    if refusal is not None:
+        return refusal, False
+    if token.is_cancelled:
+        return not_dispatched(execution, token), False
+    refusal = await pipeline.reauthorize(execution, entry)
+    if refusal is not None:
+        return refusal, False
+    # Nothing but the caller's token can cancel the body: a cancel scope only when it can.
+    return await pipeline.execute(execution, entry, token.can_be_cancelled, "0", None, fresh), True
+
+
+async def _general(general: Callable[[], BatchRun], observed: ObservedBatch | None = None) -> BatchOutcomes:
+    run = general()
+    if observed is not None:
+        run.observed_from_start(observed)
+    outcomes = await run.run()
+    assert isinstance(outcomes, BatchOutcomes)  # no sink: nothing can be parked
+    return outcomes
