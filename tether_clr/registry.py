@@ -42,7 +42,7 @@ from tether_clr.execution.inputs import validate_batch
 from tether_clr.execution.instrumentation import Instrumentation, discovered_instrumentation
 from tether_clr.execution.invariants import check_invariants
 from tether_clr.execution.listeners import Listeners, ListenerSnapshot
-from tether_clr.execution.lone import run_lone
+from tether_clr.execution.lone import run_alone
 from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.arguments import ArgumentLimits
@@ -412,12 +412,13 @@ class ToolRegistry:
         ``ValueError`` before anything runs when ``view`` was not sealed by this registry.
         """
         calls = list(calls)
-        if len(calls) == 1 and sink is None:  # a lone call: straight through the stages (execution/lone.py)
+        if sink is None and calls:  # calls that run alone, straight through the stages (execution/lone.py)
             view = self._own(view)
             validate_batch(calls, view, max_parallelism)
-            return await run_lone(
-                calls[0], view, self._listeners.snapshot(), self.approval if approval is None else approval, cancellation,
+            return await run_alone(
+                calls, view, self._listeners.snapshot(), self.approval if approval is None else approval, cancellation,
                 self._timeouts, self.instrumentation, partial(self._batch, calls, view, max_parallelism, None, cancellation, None, approval),
+                type(self).classify is not ToolRegistry.classify,
             )
         return await self._batch(calls, view, max_parallelism, sink, cancellation, None, approval).run()
 

@@ -55,13 +55,13 @@ def _registry(seen: list[Any]) -> ToolRegistry:
     registry = ToolRegistry()
     registry.approval = _Approver()
 
-    async def produce(n: int = 0) -> dict[str, int]:
+    async def produce(n: int = 0, ok: bool = False) -> dict[str, int]:
         return {"n": n}
 
-    def fail(n: int = 0) -> None:
+    def fail(n: int = 0, ok: bool = False) -> None:
         raise ToolError(f"failed with {n}")
 
-    async def replace(n: int = 0) -> int:
+    async def replace(n: int = 0, ok: bool = False) -> int:
         return n
 
     registry.register(PythonFunction.from_callable(produce, name="produce", run_sync_in_thread=False))
@@ -88,11 +88,18 @@ def _registry(seen: list[Any]) -> ToolRegistry:
             return ToolPostDecision.replace({"replaced": True})
         if execution.arguments.get("n") == 5:
             return ToolPostDecision.block("five is blocked")
+        if execution.arguments.get("n") == 2:
+            return ToolPostDecision.accept().with_context(f"two was seen by {execution.call_id}")
         return ToolPostDecision.accept()
 
     registry.register_pre_execute_listener(None, pre)
     registry.register_guard(None, guard)
     registry.register_post_execute_listener(None, post)
+    def policy(execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
+        if outcome.failure is None and execution.arguments.get("n") == 6:
+            raise ValueError("six is not let through")
+
+    registry.register_result_policy(None, policy)
     registry.register_result_listener(None, lambda outcome: seen.append(("result", outcome.call_id)))
     registry.register_audit_listener(
         lambda record: seen.append(("audit", dataclasses.replace(record, latency_ms=0.0)))
@@ -107,17 +114,30 @@ ARGUMENTS = st.one_of(
 NAMES = st.sampled_from(["produce", "fail", "replace", "asks", "missing"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=NAMES, arguments=ARGUMENTS)
-async def test_a_lone_call_has_the_outcome_and_observations_of_the_general_path(name: str, arguments: str) -> None:
+CALLS = st.lists(st.tuples(NAMES, ARGUMENTS), min_size=1, max_size=3)
+
+
+async def _outcomes(registry: ToolRegistry, calls: list[ToolCall], sink: Any) -> Any:
+    """The batch's outcomes and contexts, or what its ResultPolicyError says was delivered."""
+    try:
+        outcomes = await registry.execute_batch(calls, registry.seal(SCOPE), sink=sink)
+    except ResultPolicyError as fault:
+        return ("policy", fault.outcome, fault.delivered)
+    return (list(outcomes), outcomes.additional_contexts)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shapes=CALLS)
+async def test_calls_that_run_alone_have_the_outcomes_and_observations_of_the_general_path(
+    shapes: list[tuple[str, str]],
+) -> None:
+    """One call, or EXCLUSIVE calls one after another: the same outcomes, contexts, listener calls and audit
+    records as the same batch through the general machinery (reached here with a sink)."""
     lone_seen: list[Any] = []
     general_seen: list[Any] = []
     lone_registry, general_registry = _registry(lone_seen), _registry(general_seen)
-    call = ToolCall("c1", name, arguments, SCOPE)
-    lone = await lone_registry.execute_batch([call], lone_registry.seal(SCOPE))
-    general = await general_registry.execute_batch([call], general_registry.seal(SCOPE), sink=_Quiet())
-    assert lone == general
-    assert lone.additional_contexts == general.additional_contexts
+    calls = [ToolCall(f"c{i}", name, arguments, SCOPE) for i, (name, arguments) in enumerate(shapes)]
+    assert await _outcomes(lone_registry, calls, None) == await _outcomes(general_registry, calls, _Quiet())
     assert lone_seen == general_seen
 
 

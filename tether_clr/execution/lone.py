@@ -1,9 +1,11 @@
-"""A lone call: a batch of one call with no sink, run straight through the stages.
+"""Calls that run alone: a batch with no sink whose calls run one after another, straight through the stages.
 
 Most batches an agent framework or an MCP server runs hold one call and no sink
-(a framework that invokes tools one by one; an MCP ``tools/call``). Nothing can
-overlap, nothing is declared, nothing can be parked and nothing can abort the
-batch while the body runs, so such a batch needs none of the general
+(a framework that invokes tools one by one; an MCP ``tools/call``); a batch of
+several calls none of which may overlap (EXCLUSIVE: their tools set no
+concurrency classifier) runs them one after another. Nothing can overlap,
+nothing is declared, nothing can be parked and nothing can abort the batch
+while a body runs, so such a batch needs none of the general
 machinery of :class:`~tether_clr.execution.batch.BatchRun`: no cancellation
 source of its own (the execution carries the caller's token, or a token that
 is never cancelled), no batch id, no slot, no group, no task, semaphore or
@@ -13,17 +15,19 @@ before anything is resolved, by :func:`anyio.lowlevel.checkpoint_if_cancelled`,
 which reads the caller's cancel scopes without a loop iteration.
 
 The stages are the same :class:`~tether_clr.execution.pipeline.CallPipeline`
-calls in the same order as a one-call group of a batch, with the same
-outcomes: resolution, authorization (a ``DEFERRED`` approval cannot be parked
+calls in the same order as a one-call group of a batch (each call delivered
+before the next one starts), with the same outcomes: resolution, authorization (a ``DEFERRED`` approval cannot be parked
 without a sink: UNAVAILABLE ``approval_deferred``), re-authorization, the
 body, review, ``finalize_content``, the audit record, the result policies (one
 that raises ends the batch with :class:`~tether_clr.errors.ResultPolicyError`,
-nothing delivered) and the result listeners.
+holding the outcomes delivered before it) and the result listeners; a caller's
+token cancelled during the batch leaves the calls after it ABORTED_BEFORE_DISPATCH.
 
 What a lone call does not handle goes to a :class:`BatchRun` instead, before
 anything ran: a batch inside :func:`~tether_clr.execution.admission.admission_only`,
-an observed batch (instrumentation that records), and a tool that makes child
-calls or has a retry policy. Floor 4 (execution).
+an observed batch (instrumentation that records), a tool that makes child
+calls or has a retry policy, and, with several calls, any call that may run
+in parallel or a registry subclass's own ``classify``. Floor 4 (execution).
 """
 
 from __future__ import annotations
@@ -47,11 +51,12 @@ from tether_clr.execution.pool import Slot, not_dispatched, unparkable
 from tether_clr.execution.ports import ApprovalProvider, Declaration
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.foundations.errors import ResultPolicyError
 from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.suspension import PendingApproval
 
-__all__ = ["run_lone"]
+__all__ = ["run_alone"]
 
 _NEVER_CANCELLED = CancellationToken.none()
 
@@ -62,8 +67,8 @@ def _runs_alone(entry: ToolEntry | None) -> bool:
     return entry is None or (entry.retry is None and getattr(entry.tool, "makes_child_calls", False) is not True)
 
 
-async def run_lone(
-    call: ToolCall,
+async def run_alone(
+    calls: list[ToolCall],
     view: SealedToolCatalogView,
     listeners: ListenerSnapshot,
     approval: ApprovalProvider | None,
@@ -71,18 +76,45 @@ async def run_lone(
     timeouts: Timeouts | None,
     instrumentation: Instrumentation | None,
     general: Callable[[], BatchRun],
+    classified: bool = False,
 ) -> BatchOutcomes:
-    """Run ``call`` (checked by :func:`~tether_clr.execution.inputs.validate_batch`) as a batch of one with
-    no sink; ``general`` makes the :class:`BatchRun` of the same batch, run instead when the call needs it."""
+    """Run ``calls`` (checked by :func:`~tether_clr.execution.inputs.validate_batch`), a batch with no sink, one
+    call after another; ``general`` makes the :class:`BatchRun` of the same batch, run instead when a call needs
+    it. With more than one call, every call must be EXCLUSIVE for the built-in classification (its tool sets
+    no concurrency classifier, so nothing could overlap) and ``classified`` False (no registry subclass
+    classifies them); a lone call runs alone whatever its classification."""
     await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller: cancelled here, before anything
-    if admission_only_active() or not _runs_alone(view.resolve(call.name)):
+    several = len(calls) > 1
+    if admission_only_active() or (several and classified):
         return await _general(general)
+    resolve = view.resolve
+    for call in calls:
+        entry = resolve(call.name)
+        if not _runs_alone(entry) or (several and entry is not None and entry.concurrency is not None):
+            return await _general(general)
     observed = observe_batch(instrumentation, view)
     if observed is not None:
         return await _general(general, observed)
     pipeline = CallPipeline(view, listeners, approval, timeouts)
     token = _NEVER_CANCELLED if cancellation is None else cancellation
     audit = pipeline.audit_listeners()
+    delivered: list[ToolExecutionOutcome] = []
+    contexts: list[str] = []
+    for call in calls:
+        try:
+            outcome, added = await _run_one(pipeline, view, call, token, audit)
+        except ResultPolicyError as fault:  # the batch stops at this call: what came before was delivered
+            fault.delivered = tuple(delivered)
+            raise
+        delivered.append(outcome)
+        contexts.extend(added)
+    return BatchOutcomes(delivered, contexts)
+
+
+async def _run_one(
+    pipeline: CallPipeline, view: SealedToolCatalogView, call: ToolCall, token: CancellationToken, audit: tuple[Any, ...]
+) -> tuple[ToolExecutionOutcome, tuple[str, ...]]:
+    """One call through every stage, as a one-call group of a batch runs it: its outcome and additional contexts."""
     started = time.perf_counter() if audit else 0.0
     _, execution, entry, fresh, outcome = pipeline.begin(call, token)
     dispatched = False
@@ -96,9 +128,9 @@ async def run_lone(
     if audit:
         slot = Slot(call, Declaration("", 0), execution, entry, dispatched=dispatched, started=started)
         await tell_auditors(audit, audit_record(view, slot, outcome))
-    await pipeline.enforce_policies(execution, outcome)  # ResultPolicyError: raised, nothing was delivered
+    await pipeline.enforce_policies(execution, outcome)  # ResultPolicyError: the batch's fault
     await pipeline.notify(execution, outcome)
-    return BatchOutcomes([outcome], list(contexts))
+    return outcome, contexts
 
 
 async def _admit_and_run(
