@@ -348,11 +348,12 @@ class ToolRegistry:
         cancellation: CancellationToken | None,
         resume: ResumePoint | None = None,
         approval: ApprovalProvider | None = None,
+        checked: bool = False,
     ) -> BatchRun:
         return BatchRun(
             calls, self._own(view), self._listeners.snapshot(), self.approval if approval is None else approval,
             max_parallelism, sink, cancellation, resume, self._classifier(), self._timeouts, max_child_depth=self.max_child_depth,
-            instrumentation=self.instrumentation,
+            instrumentation=self.instrumentation, checked=checked,
         )
 
     @overload
@@ -417,7 +418,7 @@ class ToolRegistry:
             validate_batch(calls, view, max_parallelism)
             return await run_alone(
                 calls, view, self._listeners.snapshot(), self.approval if approval is None else approval, cancellation,
-                self._timeouts, self.instrumentation, partial(self._batch, calls, view, max_parallelism, None, cancellation, None, approval),
+                self._timeouts, self.instrumentation, partial(self._batch, calls, view, max_parallelism, None, cancellation, None, approval, True),
                 type(self).classify is not ToolRegistry.classify,
             )
         return await self._batch(calls, view, max_parallelism, sink, cancellation, None, approval).run()

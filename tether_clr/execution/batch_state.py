@@ -51,7 +51,8 @@ class BatchState(object):
     ``classify``); ``resume`` continues a suspended step; ``timeouts``: the registry's. Bodies may make child
     calls (:mod:`tether_clr.execution.children`) up to ``max_child_depth`` deep;
     ``origin`` is set for a child's own one-call run. ``instrumentation``: the registry's
-    (:mod:`tether_clr.execution.instrumentation`), asked once when the batch runs.
+    (:mod:`tether_clr.execution.instrumentation`), asked once when the batch runs. ``checked``: the caller
+    already ran :func:`~tether_clr.execution.inputs.validate_batch` on these inputs.
     """
 
     def __init__(
@@ -70,8 +71,10 @@ class BatchState(object):
         max_child_depth: int = 4,
         origin: ChildOrigin | None = None,
         instrumentation: Instrumentation | None = None,
+        checked: bool = False,
     ) -> None:
-        validate_batch(calls, view, max_parallelism)
+        if not checked:  # ``checked``: the caller ran validate_batch on these very inputs already
+            validate_batch(calls, view, max_parallelism)
         self._listeners, self._provider, self._max_child_depth, self._origin = listeners, approval, max_child_depth, origin
         self._timeouts, self._instrumentation = timeouts, instrumentation
         self._observed: ObservedBatch | None = None  # set when the batch runs, if something records
@@ -111,7 +114,7 @@ class BatchState(object):
         self._delivering: Slot | None = None  # the slot the deliverer is at, in a parallel group
         # Audit machinery only when someone listens: otherwise no clocks, no records.
         self._audit: tuple[Callable[..., Any], ...] = self._pipeline.audit_listeners()
-        self._batch_id = uuid.uuid4().hex
+        self._batch_id = "" if sink is None else uuid.uuid4().hex  # only a sink is told declarations
 
     @property
     def _token(self) -> CancellationToken:

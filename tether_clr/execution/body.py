@@ -94,14 +94,14 @@ class BodyStage(StageBase):
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
-                return await self._run_body(ToolDispatch(execution, execution.cancellation), entry, interruptible, key, observed, arguments)
+                return await self._run_body(execution, execution.cancellation, entry, interruptible, key, observed, arguments)
             except BaseException as exc:
                 reraise_unless_contained(exc)
                 return fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
         async def step(index: int, dispatch: ToolDispatch) -> ToolExecutionOutcome:
             if index == len(chain):
-                return await self._run_body(dispatch, entry, True, key, observed, arguments)
+                return await self._run_body(execution, dispatch.cancellation, entry, True, key, observed, arguments)
 
             async def next_(changed: ToolDispatch | None = None) -> ToolExecutionOutcome:
                 if changed is None:
@@ -122,25 +122,26 @@ class BodyStage(StageBase):
             return fail(execution, Codes.TOOL_ERROR, f"execute listener failed: {describe_exception(exc)}")
 
     async def _run_body(
-        self, dispatch: ToolDispatch, entry: ToolEntry, interruptible: bool = True, key: str | None = None,
-        observed: ObservedCall | None = None, arguments: dict[str, Any] | None = None,
+        self, execution: ToolExecution, cancellation: CancellationToken, entry: ToolEntry, interruptible: bool = True,
+        key: str | None = None, observed: ObservedCall | None = None, arguments: dict[str, Any] | None = None,
     ) -> ToolExecutionOutcome:
-        execution = dispatch.execution
+        """The body with its timeout and cancel scope; ``cancellation``: the token the execute waterfall handed
+        down (the execution's own, unless a listener swapped it)."""
         outcome: ToolExecutionOutcome | None = None
         timeouts = self._timeouts
         seconds = None if timeouts is None else timeouts.of(entry)
         # The caller's token always reaches the body, even if a listener swapped in an unlinked one.
-        linked = cancel_scope_for(execution.cancellation, dispatch.cancellation) if interruptible else _UNINTERRUPTIBLE
+        linked = cancel_scope_for(execution.cancellation, cancellation) if interruptible else _UNINTERRUPTIBLE
         with linked as scope:
             if seconds is None:
-                outcome = await self._invoke(execution, entry, key, observed, dispatch.cancellation, arguments)
+                outcome = await self._invoke(execution, entry, key, observed, cancellation, arguments)
             else:  # a timed body: its own token, cancelled at the deadline (execution/timeouts.py)
                 assert timeouts is not None
-                tokens = (execution.cancellation, dispatch.cancellation)
+                tokens = (execution.cancellation, cancellation)
                 invoke = partial(self._invoke, execution, entry, key, observed, arguments=arguments)
                 outcome = await run_timed(invoke, execution, tokens, seconds, timeouts)
         if outcome is None or scope.cancelled_caught:
-            reason = dispatch.cancellation.reason or execution.cancellation.reason or "cancellation requested"
+            reason = cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return fail(execution, Codes.ABORTED, f"cancelled: {reason}")
         outcome = _limit_result(execution, outcome, entry.max_result_bytes)
         if entry.project_content is None or outcome.failure is not None:

@@ -35,6 +35,11 @@ _OPTIONAL_TEXT_FIELDS = ("parent_call_id", "argument_error")
 def _check_call_fields(call: ToolCall) -> None:
     """A ToolCall's text fields are text: the host builds the record, so a dict or a list there is
     the host's bug (raised now), never something a sink or classifier should meet mid-batch."""
+    if (  # the usual call, checked in one expression
+        type(call.call_id) is str and type(call.name) is str and type(call.arguments) is str
+        and call.parent_call_id is None and call.argument_error is None
+    ):
+        return
     for name in _TEXT_FIELDS:
         if not isinstance(getattr(call, name), str):
             raise TypeError(f"ToolCall.{name} must be str, got {type(getattr(call, name)).__name__}")

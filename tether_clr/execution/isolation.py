@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Coroutine, Generator
+from types import CoroutineType
 from typing import Any, Generic, TypeVar
 
 __all__ = ["InOwnContext", "foreign_cancellation", "in_own_context"]
@@ -71,7 +72,7 @@ def in_own_context(awaitable: Any, context: contextvars.Context | None = None) -
     """``awaitable`` to await in a fresh copy of the current context (a coroutine), or unchanged (anything else).
 
     ``context``: that copy, prepared by the caller (one lending a body its child-call handle)."""
-    if isinstance(awaitable, Coroutine):
+    if type(awaitable) is CoroutineType or isinstance(awaitable, Coroutine):  # the usual coroutine: no ABC check
         return InOwnContext(awaitable, contextvars.copy_context() if context is None else context)
     return awaitable
 

@@ -126,7 +126,8 @@ async def _run_one(
         outcome, contexts = await pipeline.review(execution, outcome)
     outcome = pipeline.finalize(execution, entry, outcome)
     if audit:
-        slot = Slot(call, Declaration("", 0), execution, entry, dispatched=dispatched, started=started)
+        slot = Slot(call, Declaration("", 0))
+        slot.execution, slot.entry, slot.dispatched, slot.started = execution, entry, dispatched, started
         await tell_auditors(audit, audit_record(view, slot, outcome))
     await pipeline.enforce_policies(execution, outcome)  # ResultPolicyError: the batch's fault
     await pipeline.notify(execution, outcome)

@@ -8,7 +8,6 @@ once. :mod:`tether_clr.execution.batch` drives them; nothing here runs a stage.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -25,10 +24,15 @@ from tether_clr.records.suspension import PendingApproval
 __all__ = ["Admitted", "Pool", "Slot", "Worker", "not_dispatched", "unparkable"]
 
 
-@dataclass(eq=False)
 class Slot:
-    call: ToolCall
-    declaration: Declaration
+    """One call of a batch on its way through the stages: what each stage found, and the events a parallel
+    group's workers and deliverer wait on.
+
+    Made once per call, so only the call and its declaration are set when it is made; every other field
+    starts at its class-level default (a plain class: a dataclass's generated ``__init__`` with all of them
+    would cost more than most stages of a call).
+    """
+
     execution: ToolExecution | None = None
     entry: ToolEntry | None = None
     outcome: ToolExecutionOutcome | None = None
@@ -47,6 +51,10 @@ class Slot:
     # The deliverer took the outcome up (or is gone); see taken_up().
     taken: bool = False
     _taken: anyio.Event | None = None
+
+    def __init__(self, call: ToolCall, declaration: Declaration) -> None:
+        self.call = call
+        self.declaration = declaration
 
     def finish(self, outcome: ToolExecutionOutcome) -> None:
         self.outcome = outcome

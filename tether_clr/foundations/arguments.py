@@ -125,7 +125,7 @@ def read_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) -
         raise InvalidArgumentsJson(f"arguments must be JSON text, got {type(raw).__name__}")
     if len(raw) > limits.max_chars:
         raise InvalidArgumentsJson(f"arguments are {len(raw)} characters long; the limit is {limits.max_chars}")
-    if not raw.strip():
+    if not raw or raw.isspace():
         return ParsedArguments({}, "{}")
     if not is_valid_text(raw):
         raise InvalidArgumentsJson("arguments are not valid Unicode text (they hold a lone surrogate)")
@@ -143,7 +143,8 @@ def read_arguments(raw: str, limits: ArgumentLimits = DEFAULT_ARGUMENT_LIMITS) -
     if not isinstance(value, dict):
         raise InvalidArgumentsJson(f"arguments must be a JSON object, got {type(value).__name__}")
     text = canonical_json_acyclic(value)  # fresh from the parser: no cycle, no NaN
-    if not is_valid_text(text):
+    # Only a \u escape can put a lone surrogate in a parsed string: valid text has none of its own.
+    if "\\u" in raw and not is_valid_text(text):
         raise InvalidArgumentsJson("arguments hold a string that is not valid Unicode (an escaped lone surrogate)")
     return ParsedArguments(value, text)
 

@@ -140,6 +140,12 @@ class ToolCall:
 
     def invalid_text_fields(self) -> tuple[str, ...]:
         """Which of ``call_id``, ``name``, ``arguments``, ``parent_call_id`` hold text that is not valid Unicode."""
+        call_id, name, arguments, parent = self.call_id, self.name, self.arguments, self.parent_call_id
+        if (  # the usual call: ASCII text throughout, nothing to look for
+            type(call_id) is str and call_id.isascii() and type(name) is str and name.isascii()
+            and type(arguments) is str and arguments.isascii() and (parent is None or (type(parent) is str and parent.isascii()))
+        ):
+            return ()
         return tuple(
             field
             for field, text in (
