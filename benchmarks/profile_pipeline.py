@@ -1,6 +1,6 @@
 """Where a no-op call's time goes in ``execute_batch``: primitives, stages, and a cProfile.
 
-    .venv/bin/python benchmarks/profile_pipeline.py [--calls N] [--top N] [--pyinstrument]
+    .venv/bin/python benchmarks/profile_pipeline.py [--quick] [--calls N] [--top N] [--clr] [--pyinstrument]
 
 Three views of the same path as ``benchmarks/peers.py`` (the ``echo`` tool, raw
 ``{"text": "hi"}``, no listeners, no sink, asyncio):
@@ -10,14 +10,19 @@ Three views of the same path as ``benchmarks/peers.py`` (the ``echo`` tool, raw
    primitives, JSON passes, the two validations, the records), in microseconds,
    and of the pipeline's own stages called one by one where their (private)
    entry points still exist;
-3. the one checkpoint per batch, ablated (timed with and without it, interleaved);
+3. the batch's cancelled-caller check (``checkpoint_if_cancelled``), ablated
+   (timed with and without it, interleaved);
 4. the share of each pipeline stage (cProfile cumulative time of the stage's
-   frame, per tool call) for a one-call batch and per call in 100-call batches;
+   frame, per tool call) for a one-call batch and per call in 100-call batches:
+   the calls that run alone (``tether_clr/execution/lone.py``) and the general
+   path a concurrency-safe group takes (``batch_state``, ``admitting``,
+   ``delivery``, ``parallel``);
 5. cProfile of both paths: the functions with the most own time, per tool call.
    cProfile's own overhead inflates deep call chains; read its numbers as shares.
 
 ``--pyinstrument`` adds a statistical call tree of the one-call path (the
-``bench`` extra installs pyinstrument). Nothing here asserts a time.
+``bench`` extra installs pyinstrument). ``--quick`` is a smoke run (a few hundred
+calls; ``tests/test_benchmarks.py`` runs it). Nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -125,6 +130,9 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
     async def checkpoint() -> None:
         await anyio.lowlevel.checkpoint()
 
+    async def checkpoint_if_cancelled() -> None:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+
     def fresh_chains() -> None:
         fresh = registry.listener_snapshot()
         for kind in ("pre_execute", "guard", "execute", "post_execute", "result_policy", "result_listener"):
@@ -140,6 +148,7 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
         ("`anyio.Event()` + set + wait", event_cycle),
         ("`await event.wait()` on a set event (a checkpoint: one event-loop iteration)", await_set_event),
         ("`await anyio.lowlevel.checkpoint()` alone", checkpoint),
+        ("`await anyio.lowlevel.checkpoint_if_cancelled()` (what a batch takes: no loop iteration)", checkpoint_if_cancelled),
         ("`anyio.Semaphore` acquire/release", semaphore_cycle),
         ("`anyio.create_task_group()` enter/exit, no task", task_group_empty),
         ("task group + one `start_soon` no-op", task_group_one),
@@ -166,7 +175,7 @@ async def building_blocks(n: int) -> list[tuple[str, float]]:
 
 
 async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, float]]:
-    """The pipeline's own stages one by one, through their private entry points (skipped if they moved)."""
+    """The pipeline's own stages one by one, through their (private) entry points (skipped if they moved)."""
     try:
         from tether_clr.execution.batch import BatchRun
         from tether_clr.execution.pipeline import CallPipeline
@@ -176,18 +185,24 @@ async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, f
     token = CancellationToken.none()
     try:
         pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
-        _, execution, entry, _ = pipeline.begin(calls[0], token)
+        _, execution, entry, _, _ = pipeline.begin(calls[0], token)
         assert entry is not None
         outcome = ToolExecutionOutcome.success("c0", "echo", "hi")
 
         def new_batch() -> None:
-            BatchRun(registry, calls, view, 4, None, None)._source.close()
+            BatchRun(calls, view, registry.listener_snapshot(), None, 4, None, None)._source.close()
 
         async def execute() -> object:
-            return await pipeline.execute(execution, entry)
+            return await pipeline.execute(execution, entry, False)
+
+        async def fresh_execute() -> object:
+            return await pipeline.execute(execution, entry, False, None, None, {"text": "hi"})
 
         async def authorize() -> object:
             return await pipeline.authorize(execution)
+
+        async def reauthorize() -> object:
+            return await pipeline.reauthorize(execution, entry)
 
         async def deliver_side() -> None:
             await pipeline.review(execution, outcome)
@@ -195,15 +210,17 @@ async def pipeline_stages(registry: Any, view: Any, n: int) -> list[tuple[str, f
             await pipeline.notify(execution, outcome)
 
         stages: list[tuple[str, Callable[[], Awaitable[object]]]] = [
-            ("stage: `BatchRun(...)` set-up (checks, snapshot, pool, source)", sync(new_batch)),
-            ("stage: `CallPipeline(...)`", sync(lambda: CallPipeline(view, registry.listener_snapshot(), registry.approval))),
+            ("stage: `BatchRun(...)` set-up (the general path only: checks, source, hooks, pipeline)", sync(new_batch)),
+            ("stage: `CallPipeline(...)` (every batch)", sync(lambda: CallPipeline(view, registry.listener_snapshot(), registry.approval))),
             ("stage: `begin` (parse, canonical JSON, record, resolve, schema)", sync(lambda: pipeline.begin(calls[0], token))),
             ("stage: `authorize` (empty pre-execute waterfall, guards)", authorize),
-            ("stage: `execute` (execute waterfall, cancel scope, bind, call, outcome)", execute),
+            ("stage: `reauthorize` (a plain view: the lifecycle)", reauthorize),
+            ("stage: `execute` (no cancel scope, bind, call, outcome), arguments as a detached copy", execute),
+            ("stage: `execute`, the parsed arguments handed over (what a batch does)", fresh_execute),
             ("stage: `review` + `enforce_policies` + `notify`", deliver_side),
         ]
         return [(label, await per_call_us(fn, n)) for label, fn in stages]
-    except Exception as exc:  # the internals changed shape: the other two views still stand
+    except Exception as exc:  # the internals changed shape: the other views still stand
         return [(f"pipeline stages: not available ({type(exc).__name__}: {exc})", float("nan"))]
 
 
@@ -240,20 +257,28 @@ def profile(fn: Callable[[], Awaitable[object]], iterations: int, calls: int, to
 
 def _stages() -> list[tuple[str, Callable[..., Any]]]:
     """(label, function): the frames whose cumulative time is a stage; an indented label nests in the one above."""
+    from tether_clr.execution import lone
+    from tether_clr.execution.admitting import Admitting
     from tether_clr.execution.batch import BatchRun
+    from tether_clr.execution.batch_state import BatchState
+    from tether_clr.execution.delivery import Delivery
     from tether_clr.execution.pipeline import CallPipeline
 
     return [
-        ("batch set-up: `BatchRun.__init__` (checks, listener snapshot, `CallPipeline`, cancellation source, batch id)", BatchRun.__init__),
+        ("calls that run alone (a lone call, EXCLUSIVE calls): `run_alone`", lone.run_alone),
+        ("  of which one call through its stages: `_run_one`", lone._run_one),
+        ("general path set-up: `BatchState.__init__` (checks, hooks, `CallPipeline`, cancellation source, batch id)", BatchState.__init__),
         ("grouping: `BatchRun._groups` (classification; a safe group's classifier parses the arguments here)", BatchRun._groups),
-        ("admission: `BatchRun._declare` (strict parse, canonical text, resolve, schema check, `ToolExecution`)", BatchRun._declare),
-        ("authorization: `BatchRun._authorize` (pre-execute waterfall, guards, approval)", BatchRun._authorize),
-        ("re-authorization: `CallPipeline.reauthorize`", CallPipeline.reauthorize),
-        ("body path: `CallPipeline.execute` (execute waterfall, cancel scope if any, pydantic binding, the call, JSON-checked outcome)",
+        ("admission in the general path: `Admitting._declare` (begin, the sink's declaration)", Admitting._declare),
+        ("authorization in the general path: `Admitting._authorize` (pre-execute waterfall, guards, approval)", Admitting._authorize),
+        ("admission: `begin` (strict parse, canonical text, resolve, schema check, `ToolExecution`)", CallPipeline.begin),
+        ("re-authorization: `reauthorize`", CallPipeline.reauthorize),
+        ("body path: `execute` (execute waterfall, cancel scope if any, pydantic binding, the call, JSON-checked outcome)",
          CallPipeline.execute),
-        ("delivery: `BatchRun._deliver_in_order` (post-execute, invariant policy, result listeners)", BatchRun._deliver_in_order),
-        ("  of which the invariant result policy: `CallPipeline.enforce_policies`", CallPipeline.enforce_policies),
-        ("the checkpoint's coroutine: `anyio.lowlevel.checkpoint` (its loop iteration is in the last row)", anyio.lowlevel.checkpoint),
+        ("delivery in the general path: `Delivery._deliver_in_order` (post-execute, invariant policy, result listeners)",
+         Delivery._deliver_in_order),
+        ("result policies: `enforce_policies` (the invariant policy)", CallPipeline.enforce_policies),
+        ("the cancelled-caller check: `anyio.lowlevel.checkpoint_if_cancelled`", anyio.lowlevel.checkpoint_if_cancelled),
     ]
 
 
@@ -269,9 +294,7 @@ def stage_shares(fn: Callable[[], Awaitable[object]], iterations: int, calls: in
         return stats[key][3] * per_call if key in stats else 0.0
 
     rows = [(label, cum(function)) for label, function in _stages()]
-    top_level = sum(us for label, us in rows if not label.startswith("  "))
-    rows.append(("everything else: `_run_group`/`_dispatch`/slots, outcome records' checks, worker and deliverer tasks, "
-                 "the event loop (the checkpoint's iteration, task steps), the harness", total - top_level))
+    rows.append(("(stages overlap: `run_alone` holds `begin`, `execute`...; `_declare` holds `begin`)", float("nan")))
     out = io.StringIO()
     out.write("| stage | µs per tool call (cProfile) | share |\n|---|---|---|\n")
     for label, us in rows:
@@ -281,12 +304,11 @@ def stage_shares(fn: Callable[[], Awaitable[object]], iterations: int, calls: in
 
 
 async def checkpoint_ablation(n: int) -> tuple[float, float]:
-    """One-call batch with and without its one checkpoint (monkeypatched away here, for measuring only), interleaved."""
-    import tether_clr.batch as batch_module
-
+    """One-call batch with and without its cancelled-caller check (monkeypatched away here, for measuring only), interleaved."""
+    lowlevel = anyio.lowlevel
     tool = PythonFunction.from_callable(echo)
     one = batch_runner(tether_registry(tool, 0), 1)
-    real = batch_module.anyio.lowlevel.checkpoint
+    real = lowlevel.checkpoint_if_cancelled
 
     async def none() -> None:
         return None
@@ -294,11 +316,11 @@ async def checkpoint_ablation(n: int) -> tuple[float, float]:
     with_us, without_us = float("inf"), float("inf")
     for _ in range(5):
         with_us = min(with_us, await per_call_us(one, n, 1))
-        batch_module.anyio.lowlevel.checkpoint = none  # type: ignore[assignment]
+        lowlevel.checkpoint_if_cancelled = none  # type: ignore[assignment]
         try:
             without_us = min(without_us, await per_call_us(one, n, 1))
         finally:
-            batch_module.anyio.lowlevel.checkpoint = real  # type: ignore[assignment]
+            lowlevel.checkpoint_if_cancelled = real  # type: ignore[assignment]
     return with_us, without_us
 
 
@@ -338,7 +360,7 @@ async def clr_stages(function: Any, rounds: int) -> str:
         view = registry.seal()
         call = ToolCall("c0", name, RAW)
         pipeline = CallPipeline(view, registry.listener_snapshot(), registry.approval)
-        _, execution, entry, _ = pipeline.begin(call, token)
+        _, execution, entry, _, _ = pipeline.begin(call, token)
         assert entry is not None
 
         async def body() -> object:
@@ -350,7 +372,7 @@ async def clr_stages(function: Any, rounds: int) -> str:
         return {
             "the body alone (`tool.invoke`)": body,
             "stage: `classify_reading` (grouping)": sync(lambda: classify_reading(call, view)),
-            "stage: `BatchRun(...)` set-up": sync(lambda: BatchRun(registry, [call], view, 4, None, None)._source.close()),
+            "stage: `BatchRun(...)` set-up": sync(lambda: BatchRun([call], view, registry.listener_snapshot(), None, 4, None, None)._source.close()),
             "stage: `begin` (admission)": sync(lambda: pipeline.begin(call, token)),
             "stage: `execute`, inline (no cancel scope), body included": execute,
             "one-call `execute_batch`": batch_runner(registry, 1, name=name),
@@ -417,8 +439,11 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30, help="functions listed per profile")
     parser.add_argument("--clr", action="store_true", help="also profile ClrFunction.invoke on the .NET echo (needs a .NET runtime)")
     parser.add_argument("--pyinstrument", action="store_true", help="also print a pyinstrument call tree of the one-call path")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 300 calls per profiled path, 20 per timing")
     args = parser.parse_args()
-    n = max(100, args.calls // 10)
+    if args.quick:
+        args.calls = 300
+    n = 20 if args.quick else max(100, args.calls // 10)
 
     one_us, hundred_us = asyncio.run(end_to_end(n))
     print(f"## End to end\n\none-call batch: {one_us:.1f} µs; 100-call batch (EXCLUSIVE): {hundred_us:.1f} µs per call\n")
@@ -427,7 +452,7 @@ def main() -> None:
         print(f"| {label} | {us:.2f} |")
     tool = PythonFunction.from_callable(echo)
     with_us, without_us = asyncio.run(checkpoint_ablation(n))
-    print(f"\n## The batch's one checkpoint, ablated (interleaved, best of 5)\n\none-call batch {with_us:.1f} µs with it, "
+    print(f"\n## The batch's cancelled-caller check, ablated (interleaved, best of 5)\n\none-call batch {with_us:.1f} µs with it, "
           f"{without_us:.1f} µs without: {with_us - without_us:.1f} µs ({(with_us - without_us) / with_us * 100:.0f}%)\n")
     for title, size, safe in (("one-call batches", 1, False), ("100-call batches (EXCLUSIVE)", 100, False),
                               ("100-call batches (concurrency-safe group)", 100, True)):

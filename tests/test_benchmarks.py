@@ -23,6 +23,20 @@ def test_peers_benchmark_tether_rows_run_and_report_the_targets() -> None:
         assert row in done.stdout
 
 
+def test_profile_pipeline_runs_every_view_of_the_path_on_the_current_layout() -> None:
+    """The profile reaches into the pipeline's private stages: a layout change must keep it running, every stage found."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "profile_pipeline.py"), "--quick"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "not available" not in done.stdout
+    for section in ("## End to end", "stage: `begin`", "cancelled-caller check, ablated", "Stage shares: one-call batches",
+                    "`run_alone`", "`Admitting._declare`", "## cProfile: 100-call batches (concurrency-safe group)"):
+        assert section in done.stdout
+    shares = done.stdout.split("## Stage shares: 100-call batches (concurrency-safe group)")[1].split("## cProfile")[0]
+    declared = next(line for line in shares.splitlines() if "`Admitting._declare`" in line)
+    assert float(declared.split("|")[2]) > 0  # the general path's stages are found in the profile
+
+
 def test_mcp_server_benchmark_runs_the_command_and_fastmcp_as_subprocesses_in_both_client_modes() -> None:
     pytest.importorskip("tether_clr.mcp", reason="the MCP server needs the mcp extra (mcp 2.x)")
     command = [sys.executable, str(ROOT / "benchmarks" / "mcp_server.py"), "--quick", "--calls", "10", "--warmup", "2"]
