@@ -36,7 +36,6 @@ from tether_clr.catalog.search import ToolSearch, search_result_text
 from tether_clr.catalog.store import ToolCatalog
 from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
 from tether_clr.execution.batch import BatchRun
-from tether_clr.execution.resumption import ResumePoint
 from tether_clr.execution.grouping import Classifier, classify_reading
 from tether_clr.execution.inputs import validate_batch
 from tether_clr.execution.instrumentation import Instrumentation, discovered_instrumentation
@@ -44,6 +43,7 @@ from tether_clr.execution.invariants import check_invariants
 from tether_clr.execution.listeners import Listeners, ListenerSnapshot
 from tether_clr.execution.lone import run_alone
 from tether_clr.execution.ports import ApprovalProvider, ToolCallSink
+from tether_clr.execution.resumption import ResumePoint
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.arguments import ArgumentLimits
 from tether_clr.foundations.cancellation import CancellationToken

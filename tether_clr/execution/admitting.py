@@ -4,7 +4,6 @@ re-authorization and the body (:meth:`Admitting._dispatch`), with its retries. F
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
@@ -24,8 +23,6 @@ from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
 from tether_clr.records.suspension import PendingApproval
 
 __all__ = ["Admitting"]
-
-logger = logging.getLogger("tether_clr")
 
 
 class Admitting(BatchState):

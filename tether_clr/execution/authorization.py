@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.execution.grants import APPROVAL_INCIDENTS, approval_request
+from tether_clr.execution.stages import ApprovalRequest, StageBase, fail, reraise_unless_contained
 from tether_clr.execution.waterfalls import pre_step
 from tether_clr.foundations.cancellation import cancel_scope_for
 from tether_clr.foundations.text import describe_exception, safe_repr
@@ -17,13 +18,11 @@ from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import PendingApproval, call_fingerprint
 
-from tether_clr.execution.stages import ApprovalRequest, StageBase, fail, reraise_unless_contained
-
 if TYPE_CHECKING:
     from tether_clr.catalog.entries import ToolEntry
     from tether_clr.execution.observing import ObservedCall
 
-__all__ = ['Authorization']
+__all__ = ["Authorization"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -85,8 +84,9 @@ class Authorization(StageBase):
         """
         if observed is not None:
             observed.stage = "pre_execute"
-        try:
-            decision = await self._pre_execute(execution)
+        chain = self._chain("pre_execute", execution.scope)
+        try:  # no waterfall to build without listeners: the end of an empty chain allows
+            decision = ToolPreDecision.allow() if not chain else await pre_step(chain, 0, execution)
         except BaseException as exc:
             reraise_unless_contained(exc)
             return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
@@ -108,12 +108,6 @@ class Authorization(StageBase):
         if observed is not None:
             observed.stage = "guard"
         return self._guards(execution)
-
-    async def _pre_execute(self, execution: ToolExecution) -> ToolPreDecision:
-        chain = self._chain("pre_execute", execution.scope)
-        if not chain:  # no waterfall to build: the end of an empty chain allows
-            return ToolPreDecision.allow()
-        return await pre_step(chain, 0, execution)
 
     async def _approve(
         self, execution: ToolExecution, reason: str | None, decided: ApprovalRequest | None = None, entry: ToolEntry | None = None,

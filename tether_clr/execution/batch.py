@@ -37,8 +37,6 @@ snapshot and approval provider; a resumed step runs one from a :class:`ResumePoi
 
 from __future__ import annotations
 
-import logging
-
 import anyio
 import anyio.abc
 import anyio.lowlevel
@@ -59,8 +57,6 @@ from tether_clr.records.outcomes import ToolFailureCodes as Codes
 from tether_clr.records.suspension import BatchSuspended
 
 __all__ = ["BatchRun"]
-
-logger = logging.getLogger("tether_clr")
 
 
 class BatchRun(ParallelGroups):

@@ -7,7 +7,6 @@ the parallel group's pool (:mod:`~tether_clr.execution.parallel`) and the run it
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -39,8 +38,6 @@ from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome
 from tether_clr.records.suspension import PendingApproval
 
 __all__ = ["BatchState"]
-
-logger = logging.getLogger("tether_clr")
 
 
 class BatchState(object):

@@ -4,12 +4,12 @@ something can cancel it, its own context copy, and a JSON-checked outcome; never
 from __future__ import annotations
 
 import contextvars
-import logging
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from tether_clr.catalog.builtin import CatalogTool
 from tether_clr.execution.isolation import in_own_context
+from tether_clr.execution.stages import StageBase, fail, reraise_unless_contained, with_hook_content
 from tether_clr.execution.timeouts import run_timed
 from tether_clr.execution.waterfalls import ContractViolation
 from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
@@ -20,15 +20,11 @@ from tether_clr.records.content import content_parts, parts_to_json
 from tether_clr.records.outcomes import ToolDispatch, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 
-from tether_clr.execution.stages import StageBase, fail, reraise_unless_contained, with_hook_content
-
 if TYPE_CHECKING:
     from tether_clr.catalog.entries import ToolEntry
     from tether_clr.execution.observing import ObservedCall
 
-__all__ = ['BodyStage']
-
-logger = logging.getLogger("tether_clr")
+__all__ = ["BodyStage"]
 
 
 def _limit_result(execution: ToolExecution, outcome: ToolExecutionOutcome, limit: int | None) -> ToolExecutionOutcome:

@@ -4,21 +4,17 @@ declared the calls, even when bodies overlap; results ready together become dura
 
 from __future__ import annotations
 
-import logging
-
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from tether_clr.execution.admitting import Admitting
 from tether_clr.execution.pool import Slot
 from tether_clr.execution.ports import told
 from tether_clr.foundations.errors import ResultPolicyError, SinkError
 from tether_clr.foundations.text import describe_exception
-from tether_clr.execution.admitting import Admitting
 
 __all__ = ["Delivery"]
-
-logger = logging.getLogger("tether_clr")
 
 
 class Delivery(Admitting):

@@ -5,20 +5,16 @@ semaphore or event per call. Floor 4."""
 
 from __future__ import annotations
 
-import logging
-
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
 from tether_clr.catalog.entries import ToolEntry
+from tether_clr.execution.delivery import Delivery
 from tether_clr.execution.pool import Pool, Slot, Worker, not_dispatched
 from tether_clr.records.outcomes import ToolExecutionOutcome
-from tether_clr.execution.delivery import Delivery
 
 __all__ = ["ParallelGroups"]
-
-logger = logging.getLogger("tether_clr")
 
 
 class ParallelGroups(Delivery):

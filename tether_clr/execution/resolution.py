@@ -3,25 +3,21 @@ arguments checked against the schema the model was shown. An early outcome means
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from tether_clr.execution.stages import StageBase, fail
 from tether_clr.foundations.arguments import InvalidArgumentsJson, ParsedArguments, read_arguments
 from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.foundations.json_values import canonical_json
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 
-from tether_clr.execution.stages import StageBase, fail
-
 if TYPE_CHECKING:
     from tether_clr.catalog.entries import ToolEntry
     from tether_clr.catalog.views import SealedToolCatalogView
 
-__all__ = ['Resolution']
-
-logger = logging.getLogger("tether_clr")
+__all__ = ["Resolution"]
 
 
 def _schema_not_loaded(execution: ToolExecution, entry: ToolEntry, view: SealedToolCatalogView) -> ToolExecutionOutcome:

@@ -3,9 +3,11 @@ the awaited result policies and the result listeners. Floor 4."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
+from tether_clr.execution.stages import StageBase, fail, reraise_unless_contained, with_hook_content
 from tether_clr.execution.waterfalls import post_step
 from tether_clr.foundations.errors import ResultPolicyError
 from tether_clr.foundations.text import describe_exception, safe_repr
@@ -14,12 +16,10 @@ from tether_clr.records.decisions import ToolPostDecision
 from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 
-from tether_clr.execution.stages import StageBase, fail, maybe_await, reraise_unless_contained, with_hook_content
-
 if TYPE_CHECKING:
     from tether_clr.catalog.entries import ToolEntry
 
-__all__ = ['Review']
+__all__ = ["Review"]
 
 logger = logging.getLogger("tether_clr")
 
@@ -76,7 +76,9 @@ class Review(StageBase):
         """Await every result policy; the first that raises rejects the outcome."""
         for policy in self._chain("result_policy", execution.scope):
             try:
-                await maybe_await(policy(execution, outcome))
+                verdict = policy(execution, outcome)
+                if inspect.isawaitable(verdict):  # awaited only when it is awaitable: a plain policy costs no coroutine
+                    await verdict
             except Exception as exc:
                 raise ResultPolicyError(
                     f"result policy rejected the outcome of call {execution.call_id!r} ({execution.name}): "
@@ -91,7 +93,9 @@ class Review(StageBase):
     async def notify(self, execution: ToolExecution, outcome: ToolExecutionOutcome) -> None:
         for listener in self._chain("result_listener", execution.scope):
             try:
-                await maybe_await(listener(outcome))
+                told = listener(outcome)
+                if inspect.isawaitable(told):
+                    await told
             except BaseException as exc:
                 reraise_unless_contained(exc)
                 logger.exception("result listener raised for call %r; ignored", outcome.call_id)
