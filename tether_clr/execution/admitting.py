@@ -98,18 +98,20 @@ class Admitting(BatchState):
         ``pool``: the parallel group's, whose bodies start in model order."""
         if slot.observed is not None:
             slot.observed.stage = "authorization"
-        if self._token.is_cancelled:
-            slot.finish(not_dispatched(execution, self._token))
+        token = self._token
+        if token.is_cancelled:
+            slot.finish(not_dispatched(execution, token))
             return
         refusal = await self._pipeline.reauthorize(execution, entry)
         if refusal is not None:
             slot.finish(refusal)
             return
         if pool is not None:
-            await pool.turn(slot)
-            if self._token.is_cancelled:  # while it waited for an earlier call to start
-                slot.finish(not_dispatched(execution, self._token))
-                return
+            if not pool.in_turn(slot):
+                await pool.turn(slot)
+                if token.is_cancelled:  # while it waited for an earlier call to start
+                    slot.finish(not_dispatched(execution, token))
+                    return
             pool.passed(slot)
         slot.dispatched = True
         key = slot.declaration.child or str(slot.declaration.index)

@@ -148,6 +148,10 @@ class Pool:
         self._queued += 1
         self.queue.append(admitted)
 
+    def in_turn(self, slot: Slot) -> bool:
+        """Whether every call admitted before ``slot`` started its body or will not run (no wait: the usual case)."""
+        return slot.queued == self._started
+
     async def turn(self, slot: Slot) -> None:
         """Until every call admitted before ``slot`` started its body or will not run: bodies start in
         model order even when re-authorization (an asynchronous authority) answers out of order."""
@@ -159,15 +163,20 @@ class Pool:
 
     def passed(self, slot: Slot) -> None:
         """``slot`` started its body, or will not run: the next admitted call may start (idempotent)."""
-        if slot.queued < self._started:
+        queued = slot.queued
+        if queued < self._started:
             return
-        self._passed.add(slot.queued)
-        while self._started in self._passed:
-            self._passed.discard(self._started)
+        if queued == self._started and not self._passed:  # in order, nobody ahead of its turn: the usual case
             self._started += 1
-        event = self._turns.pop(self._started, None)
-        if event is not None:
-            event.set()
+        else:
+            self._passed.add(queued)
+            while self._started in self._passed:
+                self._passed.discard(self._started)
+                self._started += 1
+        if self._turns:
+            event = self._turns.pop(self._started, None)
+            if event is not None:
+                event.set()
 
     @property
     def can_admit(self) -> bool:
