@@ -15,6 +15,7 @@ from tether_clr.execution.waterfalls import ContractViolation
 from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
 from tether_clr.foundations.children import context_lending
 from tether_clr.foundations.errors import ToolArgumentError, ToolError
+from tether_clr.foundations.json_values import to_json_text
 from tether_clr.foundations.text import describe_exception, exception_text
 from tether_clr.records.content import content_parts, parts_to_json
 from tether_clr.records.outcomes import ToolDispatch, ToolExecution, ToolExecutionOutcome
@@ -37,6 +38,41 @@ def _limit_result(execution: ToolExecution, outcome: ToolExecutionOutcome, limit
     return fail(execution, Codes.TOOL_ERROR, f"the result is {size} bytes, more than max_result_bytes={limit}", "result_too_large")
 
 
+def _after_body(execution: ToolExecution, entry: ToolEntry, outcome: ToolExecutionOutcome) -> ToolExecutionOutcome:
+    """What follows every body: ``max_result_bytes``, then the tool's ``project_content`` hook on a success."""
+    outcome = _limit_result(execution, outcome, entry.max_result_bytes)
+    if entry.project_content is None or outcome.failure is not None:
+        return outcome
+    return with_hook_content(execution, outcome, entry.project_content, "project_content")
+
+
+def _body_failed(execution: ToolExecution, exc: BaseException) -> ToolExecutionOutcome:
+    """The outcome of a body that raised ``exc``; re-raises what must not be contained (a real cancellation)."""
+    if isinstance(exc, ToolArgumentError):
+        return fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
+    if isinstance(exc, OperationCancelledError):
+        return fail(execution, Codes.ABORTED, f"cancelled: {exception_text(exc)}")
+    if isinstance(exc, ToolError):
+        return fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
+    if isinstance(exc, Exception):
+        return fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
+    reraise_unless_contained(exc)  # a CancelledError nothing asked for: the tool's own failure
+    return fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
+
+
+def _body_returned(execution: ToolExecution, value: Any) -> ToolExecutionOutcome:
+    """The outcome of a body that returned ``value``: its JSON (or content parts), or TOOL_ERROR when it is not JSON."""
+    try:
+        parts = content_parts(value)
+        if parts is None:
+            # The execution's id and name are recordable text already (begin): no second check.
+            return ToolExecutionOutcome(execution.call_id, execution.name, to_json_text(value))
+        # the body answered with content: its value is the parts' JSON
+        return ToolExecutionOutcome.success(execution.call_id, execution.name, parts_to_json(parts)).with_content(parts)
+    except TypeError as exc:
+        return fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
+
+
 class _Uninterruptible:
     """Stands in for the body's cancel scope when nothing can cancel its token (see ``execute``)."""
 
@@ -50,6 +86,7 @@ class _Uninterruptible:
 
 
 _UNINTERRUPTIBLE = _Uninterruptible()
+
 
 class BodyStage(StageBase):
     """The execute waterfall and the body (:meth:`execute`)."""
@@ -90,6 +127,8 @@ class BodyStage(StageBase):
         chain = self._chain("execute", execution.scope)
         if not chain:  # no waterfall to build: straight to the body, with the same containment
             try:
+                if not interruptible and observed is None and self._plain(entry, key):
+                    return await self._run_plain(execution, entry, arguments)
                 return await self._run_body(execution, execution.cancellation, entry, interruptible, key, observed, arguments)
             except BaseException as exc:
                 reraise_unless_contained(exc)
@@ -139,10 +178,26 @@ class BodyStage(StageBase):
         if outcome is None or scope.cancelled_caught:
             reason = cancellation.reason or execution.cancellation.reason or "cancellation requested"
             return fail(execution, Codes.ABORTED, f"cancelled: {reason}")
-        outcome = _limit_result(execution, outcome, entry.max_result_bytes)
-        if entry.project_content is None or outcome.failure is not None:
-            return outcome
-        return with_hook_content(execution, outcome, entry.project_content, "project_content")
+        return _after_body(execution, entry, outcome)
+
+    def _plain(self, entry: ToolEntry, key: str | None) -> bool:
+        """Whether ``entry``'s body needs nothing around it: no timeout, not the catalog's own tool, no child calls."""
+        timeouts = self._timeouts
+        return (
+            (timeouts is None or timeouts.of(entry) is None)
+            and not entry.catalog_tool
+            and (key is None or self.children is None or getattr(entry.tool, "makes_child_calls", False) is not True)
+        )
+
+    async def _run_plain(self, execution: ToolExecution, entry: ToolEntry, arguments: dict[str, Any] | None) -> ToolExecutionOutcome:
+        """:meth:`_run_body` for a body that needs nothing around it (:meth:`_plain`, nothing can interrupt it, no
+        instrumentation): the same outcomes, in one frame."""
+        try:
+            body = entry.tool.invoke(execution.arguments if arguments is None else arguments, execution.cancellation)
+            value = await in_own_context(body)  # in a copy of the context: what the body sets there is seen by nothing else
+        except BaseException as exc:
+            return _body_failed(execution, exc)
+        return _after_body(execution, entry, _body_returned(execution, value))
 
     async def _invoke(
         self, execution: ToolExecution, entry: ToolEntry, key: str | None, observed: ObservedCall | None, token: CancellationToken,
@@ -175,22 +230,6 @@ class BodyStage(StageBase):
                     lent.close()
                 if observed is not None:
                     observed.body_ended()
-        except ToolArgumentError as exc:
-            return fail(execution, Codes.INVALID_ARGS, exception_text(exc) or "arguments could not be bound")
-        except OperationCancelledError as exc:
-            return fail(execution, Codes.ABORTED, f"cancelled: {exception_text(exc)}")
-        except ToolError as exc:
-            return fail(execution, Codes.TOOL_ERROR, exception_text(exc) or "tool failed")
-        except Exception as exc:
-            return fail(execution, Codes.TOOL_ERROR, describe_exception(exc))
-        except BaseException as exc:  # a CancelledError nothing asked for: the tool's own failure
-            reraise_unless_contained(exc)
-            return fail(execution, Codes.TOOL_ERROR, f"the tool raised {describe_exception(exc)} without being cancelled")
-        try:
-            parts = content_parts(value)
-            if parts is None:
-                return ToolExecutionOutcome.success(execution.call_id, execution.name, value)
-            # the body answered with content: its value is the parts' JSON
-            return ToolExecutionOutcome.success(execution.call_id, execution.name, parts_to_json(parts)).with_content(parts)
-        except TypeError as exc:
-            return fail(execution, Codes.TOOL_ERROR, f"tool result is not JSON-compatible: {exc}")
+        except BaseException as exc:
+            return _body_failed(execution, exc)
+        return _body_returned(execution, value)

@@ -10,7 +10,7 @@ from tether_clr.execution.stages import StageBase, fail
 from tether_clr.foundations.arguments import InvalidArgumentsJson, ParsedArguments, read_arguments
 from tether_clr.foundations.cancellation import CancellationToken
 from tether_clr.foundations.json_values import canonical_json
-from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome, built_execution
 from tether_clr.records.outcomes import ToolFailureCodes as Codes
 
 if TYPE_CHECKING:
@@ -67,16 +67,9 @@ class Resolution(StageBase):
             parse_error = str(exc)
             call = replace(call, arguments=raw).with_arguments_refused(parse_error, self._view.argument_limits.max_logged_bytes)
             arguments_json = canonical_json(call.arguments)
-        execution = ToolExecution(
-            call_id=call.call_id,
-            name=call.name,
-            arguments_json=arguments_json,
-            scope=scope,
-            cancellation=token,
-            owner=None if scope is None else scope.owner,
-            parent_call_id=call.parent_call_id,
-            invocation_context=call.invocation_context,
-            context=self._view.context,
+        execution = built_execution(
+            call.call_id, call.name, arguments_json, scope, token, None if scope is None else scope.owner,
+            call.parent_call_id, call.invocation_context, self._view.context,
         )
         if invalid:
             fields = " and ".join(invalid)
