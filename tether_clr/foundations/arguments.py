@@ -97,10 +97,21 @@ def _finite_float(text: str) -> float:
 _ARGUMENT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
+_SCAN = _ARGUMENT_DECODER.scan_once
+
+
 def _decode_arguments(raw: str) -> Any:
     """``json.loads(raw, parse_constant=..., parse_float=...)``, with the same BOM refusal and messages."""
     if raw.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+    if raw[:1] == "{" and raw[-1:] == "}":  # the usual text, no whitespace around it: the scanner alone
+        try:
+            value, end = _SCAN(raw, 0)
+        except (StopIteration, ValueError):  # decode() below gives the same refusal with json's own message
+            pass
+        else:
+            if end == len(raw):
+                return value
     return _ARGUMENT_DECODER.decode(raw)
 
 
