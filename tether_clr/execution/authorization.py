@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tether_clr.catalog.authority import AuthorityUnavailableError
 from tether_clr.execution.grants import APPROVAL_INCIDENTS, approval_request
 from tether_clr.execution.stages import ApprovalRequest, StageBase, fail, reraise_unless_contained
-from tether_clr.execution.waterfalls import pre_step
+from tether_clr.execution.waterfalls import pre_checked, pre_next
 from tether_clr.foundations.cancellation import cancel_scope_for
 from tether_clr.foundations.text import describe_exception, safe_repr
 from tether_clr.records.decisions import ApprovalResult, ToolPreDecision
@@ -86,7 +86,7 @@ class Authorization(StageBase):
             observed.stage = "pre_execute"
         chain = self._chain("pre_execute", execution.scope)
         try:  # no waterfall to build without listeners: the end of an empty chain allows
-            decision = ToolPreDecision.allow() if not chain else await pre_step(chain, 0, execution)
+            decision = ToolPreDecision.allow() if not chain else pre_checked(await chain[0](execution, pre_next(chain, 0, execution)))
         except BaseException as exc:
             reraise_unless_contained(exc)
             return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")

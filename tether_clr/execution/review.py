@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from tether_clr.execution.stages import StageBase, fail, reraise_unless_contained, with_hook_content
-from tether_clr.execution.waterfalls import post_step
+from tether_clr.execution.waterfalls import post_checked, post_next
 from tether_clr.foundations.errors import ResultPolicyError
 from tether_clr.foundations.text import describe_exception, safe_repr
 from tether_clr.records.contexts import checked_contexts
@@ -41,7 +41,7 @@ class Review(StageBase):
             return outcome, ()
 
         try:
-            decision = await post_step(chain, 0, execution, outcome)
+            decision = post_checked(await chain[0](execution, outcome, post_next(chain, 0, execution, outcome)))
         except BaseException as exc:
             reraise_unless_contained(exc)
             return fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}"), ()

@@ -97,7 +97,7 @@ def _finite_float(text: str) -> float:
 _ARGUMENT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-_SCAN = _ARGUMENT_DECODER.scan_once
+_SCAN = _ARGUMENT_DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
 
 
 def _decode_arguments(raw: str) -> Any:
