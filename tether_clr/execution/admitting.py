@@ -19,7 +19,7 @@ from tether_clr.execution.resumption import already_approved, withdrawn_outcome
 from tether_clr.execution.retries import run_attempts
 from tether_clr.foundations.errors import SinkError
 from tether_clr.foundations.text import describe_exception
-from tether_clr.records.outcomes import ToolExecution, ToolExecutionOutcome
+from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
 from tether_clr.records.suspension import PendingApproval
 
 __all__ = ["Admitting"]
@@ -28,8 +28,8 @@ __all__ = ["Admitting"]
 class Admitting(BatchState):
     """Declares, authorizes and dispatches the calls of a batch; one call at a time, in model order."""
 
-    async def _declare(self, slot: Slot) -> tuple[ToolEntry | None, ToolExecutionOutcome | None] | None:
-        """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting)."""
+    def _resolve(self, slot: Slot) -> tuple[ToolCall, ToolEntry | None, ToolExecutionOutcome | None]:
+        """Resolve one call (:meth:`begin`): the call as it is declared, its entry and its early outcome, if any."""
         if self._audit:
             slot.started = time.perf_counter()
         declared, execution, entry, slot.fresh, early = self._pipeline.begin(slot.call, self._token, slot.parsed)
@@ -41,12 +41,31 @@ class Admitting(BatchState):
         slot.entry = entry
         if self._observed is not None:
             slot.observed = self._observed.call(execution, entry)
-        if self._sink is not None and (self._resume is None or slot.declaration.index not in self._resume.declared):
-            try:
-                await told(slot.declaration, self._sink.call_declared, declared)
-            except Exception as exc:
-                self._abort(SinkError(f"sink failed to record call {declared.call_id!r}: {describe_exception(exc)}"))
-                return None
+        return declared, entry, early
+
+    async def _declared(self, slot: Slot, declared: ToolCall) -> bool:
+        """Declare one resolved call to the sink (not again for a resumed step's); False when the sink failed."""
+        if self._resume is not None and slot.declaration.index in self._resume.declared:
+            return True
+        assert self._sink is not None
+        try:
+            await told(slot.declaration, self._sink.call_declared, declared)
+        except Exception as exc:
+            self._abort(SinkError(f"sink failed to record call {declared.call_id!r}: {describe_exception(exc)}"))
+            return False
+        return True
+
+    def _resolve_only(self, slot: Slot) -> tuple[ToolEntry | None, ToolExecutionOutcome | None]:
+        """:meth:`_declare` for a batch with no sink: nothing to tell, no coroutine."""
+        _, entry, early = self._resolve(slot)
+        return entry, early
+
+    async def _declare(self, slot: Slot) -> tuple[ToolEntry | None, ToolExecutionOutcome | None] | None:
+        """Resolve one call and declare it to the sink; None when the sink failed (the batch is aborting).
+        Awaits only with a sink: resolution itself never waits."""
+        declared, entry, early = self._resolve(slot)
+        if self._sink is not None and not await self._declared(slot, declared):
+            return None
         return entry, early
 
     async def _authorize(

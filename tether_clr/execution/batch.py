@@ -138,7 +138,7 @@ class BatchRun(ParallelGroups):
     async def _run_group(self, slots: list[Slot]) -> None:
         if len(slots) == 1:  # nothing can overlap: run the stages inline, no tasks to spawn
             slot = slots[0]
-            begun = await self._declare(slot)
+            begun = self._resolve_only(slot) if self._sink is None else await self._declare(slot)
             target = None if begun is None else await self._authorize(slot, *begun)
             if target is not None:
                 if await self._flush():

@@ -25,7 +25,7 @@ class ParallelGroups(Delivery):
         # Every call of the group is declared before any is authorized: one durability point for all.
         declared: list[tuple[Slot, tuple[ToolEntry | None, ToolExecutionOutcome | None]]] = []
         for slot in slots:
-            begun = await self._declare(slot)
+            begun = self._resolve_only(slot) if self._sink is None else await self._declare(slot)
             if begun is None:
                 break
             declared.append((slot, begun))
