@@ -1,9 +1,10 @@
-"""A batch yields to the event loop at least once, even when every call is instant.
+"""A cancelled host task is cancelled by the batch before anything is declared, even when every call is instant.
 
 Inline (single-call) groups deliver an outcome that is already there without
-waiting on an event, so a batch of instant tools could otherwise run to the end
-without a single checkpoint; the batch takes one checkpoint before it declares
-anything, so a cancelled host task is cancelled there and nothing is recorded.
+waiting on an event, so a batch of instant tools runs to the end without a
+single event-loop iteration; the batch looks at its caller's cancel scopes
+before it declares anything (``checkpoint_if_cancelled``), so a cancelled host
+task is cancelled there and nothing is recorded, with or without a sink.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ async def test_a_cancelled_host_task_cancels_a_batch_of_instant_tools_before_any
         await registry.execute_batch(calls, registry.seal(), sink=sink)
     assert scope.cancelled_caught
     assert sink.declared == [] and sink.outcomes == []
+
+
+async def test_a_cancelled_host_task_runs_no_call_of_a_batch_without_a_sink() -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+    registry.register(PythonFunction.from_callable(lambda: ran.append("body"), name="instant", run_sync_in_thread=False))
+    for size in (1, 3):
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await registry.execute_batch([ToolCall(f"c{i}", "instant") for i in range(size)], registry.seal())
+        assert scope.cancelled_caught
+    assert ran == []
 
 
 async def test_instant_calls_are_still_delivered_in_model_order() -> None:
