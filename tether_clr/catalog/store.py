@@ -44,6 +44,7 @@ from tether_clr.catalog.kill_switches import KillSwitch
 from tether_clr.catalog.lifecycle import StatusTransition, ToolStatus, status_transition
 from tether_clr.catalog.metadata import CapabilityQuery
 from tether_clr.catalog.records import DiscoveryResult, ToolPin
+from tether_clr.catalog.reuse import AssemblyCache
 from tether_clr.catalog.registration import (
     Registration,
     ToolRegistrationOptions,
@@ -105,6 +106,7 @@ class ToolCatalog(ControlledCatalog):
         self._revision = 0
         self._policy_revision = 0
         self._change_callbacks: tuple[Callable[[ToolsChangedEvent], Any], ...] = ()
+        self._assemblies = AssemblyCache()
 
     # ------------------------------------------------------------- revisions
     @property
@@ -122,6 +124,7 @@ class ToolCatalog(ControlledCatalog):
         self._revision += 1
         if policy:
             self._policy_revision += 1
+        self._assemblies.clear()  # drop what the old revisions kept (and the scopes its keys hold)
         return self._revision
 
     # ----------------------------------------------------------------- tools
@@ -259,16 +262,28 @@ class ToolCatalog(ControlledCatalog):
         scopes, an asynchronous one is not (the context's scopes count; the
         authority is asked again before every body). Feature flags and deny
         rules are evaluated here, outside the registry's lock.
+
+        Cached: while the revisions are unchanged, a request of the same
+        identity whose scope sees the same layers gets the kept snapshot rebound
+        to its context and scope, unless a feature flag, a deny rule or a
+        synchronous authority took part (then every call assembles afresh); see
+        :mod:`tether_clr.catalog.reuse`.
         """
         if not isinstance(context, RequestContext):
             raise TypeError(f"context must be a RequestContext, got {type(context).__name__}")
+        lineage = self._lineage(scope)
         with self._lock:
-            entries = self._visible_entries(scope)
+            layers = self._layers
+            key = AssemblyCache.key(tuple(s for s in lineage if s in layers), context, query)
+            revisions = (self._revision, self._policy_revision)
+            found = self._assemblies.get(key, revisions, context, scope)
+            if found is not None:
+                return found
+            entries = [record.current for layer_scope in lineage for record in layers.get(layer_scope, {}).values()]
             pins = tuple(self._pins.values())
             deny_rules = self._deny_rules
             kill_switches = self._kill_switches
             authority = self._authority
-            revision, policy_revision = self._revision, self._policy_revision
         selection = assemble_catalog(
             [e.candidate for e in entries],
             context,
@@ -280,7 +295,15 @@ class ToolCatalog(ControlledCatalog):
         )
         by_candidate = {id(e.candidate): e for e in entries}
         bound = {c.model_name: by_candidate[id(c)] for c in selection.chosen}
-        return ToolAssembly(self, scope, bound, selection, revision, policy_revision, self.argument_limits)
+        assembly = ToolAssembly(self, scope, bound, selection, *revisions, self.argument_limits)
+        with self._lock:
+            self._assemblies.keep(key, revisions, assembly, authority)
+        return assembly
+
+    @property
+    def assembly_cache(self) -> AssemblyCache:
+        """The cache :meth:`assemble` answers from while exact (see :mod:`tether_clr.catalog.reuse`)."""
+        return self._assemblies
 
     def hidden_reason(self, context: RequestContext, scope: AgentPipelineScope | None, name: str) -> HiddenReason | None:
         """Why model name ``name`` is not in ``context``'s assembly from ``scope``, for the log only:

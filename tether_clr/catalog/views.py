@@ -411,9 +411,9 @@ class ToolAssembly(SealedToolCatalogView):
         True when no feature flag (``enabled_when``) and no deny rule took part in
         assembling it: the selection is then a function of the registry's
         revisions, the context's identity and the scopes it was assembled with, so
-        an assembly made again with those would be this one. A host that caches
-        assemblies (the MCP server does, per session) keys them on exactly those and
-        rebinds the request with :meth:`for_request`; calls stay re-authorized
+        an assembly made again with those would be this one. The catalog's cache of
+        assemblies (:mod:`tether_clr.catalog.reuse`) keys them on exactly those and
+        rebinds the request with :meth:`rebound`; calls stay re-authorized
         against the live registry before every body either way.
         """
         return self._selection.reusable
@@ -427,8 +427,18 @@ class ToolAssembly(SealedToolCatalogView):
             return self
         if not isinstance(context, RequestContext) or context.identity() != current.identity():
             raise ValueError("for_request needs a context of the same identity (only request_id may differ)")
+        return self.rebound(context, self.scope)
+
+    def rebound(self, context: RequestContext, scope: AgentPipelineScope | None) -> ToolAssembly:
+        """This snapshot for a request of the same identity (not checked: the caller knows it, as the
+        catalog's cache does by its key) in ``scope``, a scope that sees the same layers: ``self`` when
+        both are already its own, else a copy (so nothing set on it reaches this one)."""
+        if scope is self.scope and context == self._selection.context:
+            return self
         twin = copy.copy(self)
-        twin._selection = dataclasses.replace(self._selection, context=context)
+        twin.scope = scope
+        if context != self._selection.context:
+            twin._selection = dataclasses.replace(self._selection, context=context)
         return twin
 
     def discovery(self) -> DiscoveryResult:

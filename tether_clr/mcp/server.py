@@ -42,7 +42,6 @@ from tether_clr.execution.ports import ToolCallSink
 from tether_clr.foundations.errors import SinkError
 from tether_clr.foundations.text import describe_exception
 from tether_clr.mcp.approval import approval_for
-from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, RecordedAs, hidden_call, is_search, make_call, never_parks, run_call
 from tether_clr.mcp.failures import CallFaults, Tracked, for_client
 from tether_clr.mcp.headers import InputSchemaLookup, ParamHeaderLookup
@@ -204,16 +203,21 @@ class TetherMcpServer:
 
     # ---------------------------------------------------------------- identity
     async def _assembly(self, ctx: Any) -> tuple[ToolAssembly, AgentPipelineScope]:
-        """The caller's assembly (as a fresh one would be: see :mod:`tether_clr.mcp.assemblies`) and scope,
-        with the deferred schemas this session's searches, or the request's ``_meta``, loaded;
-        ``MCPError`` when there is no context."""
+        """The caller's assembly and scope, with the deferred schemas this session's searches, or the
+        request's ``_meta``, loaded; ``MCPError`` when there is no context.
+
+        The assembly is ``registry.assemble(context, scope)``, which the catalog answers from its cache
+        while that is exact (:mod:`tether_clr.catalog.reuse`): in both eras, a request of the same identity
+        at the same revisions, whose scope (the session's, or a 2026-07-28 request's own) sees the same
+        layers, reuses the snapshot rebound to its context and scope, unless a feature flag, a deny rule
+        or a synchronous scope authority took part. The deferred schemas it loads are on its own copy."""
         request = describe_request(ctx)
         context = await resolve_context(self.context_for, request)
         state = connection_state(ctx)
         scope = None if context is None else connection_scope(state, self.scope, context, request.session_id)
         if context is None or scope is None:
             raise MCPError(code=INVALID_PARAMS, message=NO_CONTEXT_MESSAGE)
-        assembly = assembly_for(self.registry, state, context, scope)
+        assembly = self.registry.assemble(context, scope)
         waiting = assembly.unloaded
         if waiting:
             loaded = loaded_names(state, context) | meta_loaded_names(ctx)
