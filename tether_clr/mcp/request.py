@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from starlette.datastructures import Headers
 
+from tether_clr.mcp.ids import new_session_id
 from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
 
@@ -200,4 +200,5 @@ def session_scope(root: AgentPipelineScope | None, context: RequestContext, sess
     if parent.owner is not None and parent.owner != context.principal_id:
         logger.warning("the server's scope is owned by %r, not %r; the request is refused", parent.owner, context.principal_id)
         return None
-    return parent.child(owner=context.principal_id, session_id=session_id or f"mcp-{uuid.uuid4().hex}")
+    return parent.child(owner=context.principal_id, session_id=session_id or new_session_id())
+

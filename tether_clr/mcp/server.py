@@ -37,8 +37,10 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
+from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
+from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.errors import SinkError
 from tether_clr.foundations.text import describe_exception
 from tether_clr.mcp.approval import approval_for
@@ -252,37 +254,46 @@ class TetherMcpServer:
         call = make_call(params.name, params.arguments, scope)
         source = self.calls.start()
         try:
-            async with AsyncExitStack() as per_call:
-                try:
-                    sink = self._sink if self.sink_for is None else await self._connection_sink(ctx, assembly.context, per_call)
-                except Exception as exc:  # the connection's log session cannot be opened: nothing runs
-                    fault = SinkError(f"cannot open the connection's call log: {describe_exception(exc)}")
-                    fault.__cause__ = exc
-                    if entry is None:
-                        self._faults.answer(fault, call, None)
-                        raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE) from None
-                    return self._result(ctx, self._faults.answer(fault, call, None))
-                if entry is None:
-                    await self._refuse_hidden(assembly, call, sink)
-                    raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
-                approval = approval_for(ctx) if self.elicit_approval else None
-                calls = self._connection_calls(ctx)
-                in_flight = None
-                if calls is not None and calls.watching and ctx.request_id is not None:
-                    in_flight = (calls, ctx.request_id)
-                tracked = None if sink is None else Tracked(sink)
-                try:
-                    outcome = await run_call(self.registry, assembly, call, tracked, approval, in_flight, source)
-                except Exception as exc:  # an infrastructure fault: an answer, never a leak (tether_clr.mcp.failures)
-                    outcome = self._faults.answer(exc, call, tracked)
-                else:
-                    self._faults.succeeded()
-                    if outcome.failure is None and is_search(entry):
-                        await self._remember_search(ctx, assembly, outcome)
-                    outcome = for_client(outcome)
+            if self.sink_for is None:  # one sink for every call: no per-call exit stack
+                outcome = await self._run(ctx, assembly, entry, call, self._sink, source)
+            else:
+                async with AsyncExitStack() as per_call:
+                    try:
+                        sink = await self._connection_sink(ctx, assembly.context, per_call)
+                    except Exception as exc:  # the connection's log session cannot be opened: nothing runs
+                        fault = SinkError(f"cannot open the connection's call log: {describe_exception(exc)}")
+                        fault.__cause__ = exc
+                        if entry is None:
+                            self._faults.answer(fault, call, None)
+                            raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE) from None
+                        return self._result(ctx, self._faults.answer(fault, call, None))
+                    outcome = await self._run(ctx, assembly, entry, call, sink, source)
         finally:
             self.calls.finish(source)
         return self._result(ctx, outcome)
+
+    async def _run(
+        self, ctx: Any, assembly: ToolAssembly, entry: ToolEntry | None, call: ToolCall, sink: ToolCallSink | None,
+        source: CancellationSource,
+    ) -> ToolExecutionOutcome:
+        """The outcome of ``call`` for the client (see :meth:`_call_tool`); -32602 for an unknown or hidden tool."""
+        if entry is None:
+            await self._refuse_hidden(assembly, call, sink)
+            raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
+        approval = approval_for(ctx) if self.elicit_approval else None
+        calls = self._connection_calls(ctx)
+        in_flight = None
+        if calls is not None and calls.watching and ctx.request_id is not None:
+            in_flight = (calls, ctx.request_id)
+        tracked = None if sink is None else Tracked(sink)
+        try:
+            outcome = await run_call(self.registry, assembly, call, tracked, approval, in_flight, source)
+        except Exception as exc:  # an infrastructure fault: an answer, never a leak (tether_clr.mcp.failures)
+            return self._faults.answer(exc, call, tracked)
+        self._faults.succeeded()
+        if outcome.failure is None and is_search(entry):
+            await self._remember_search(ctx, assembly, outcome)
+        return for_client(outcome)
 
     @staticmethod
     def _result(ctx: Any, outcome: ToolExecutionOutcome) -> dict[str, Any]:
