@@ -6,8 +6,8 @@
 
 Both servers serve the benchmark's ``echo`` (benchmarks/mcp_server.py: governance on, a guard and an
 audit listener) to the SDK's ``mcp.Client`` over its in-memory transport, in the handshake era
-(``--mode legacy``, the default: one session each) or in 2026-07-28 (``--mode 2026-07-28``: a
-connection per request, no session), so the HTTP stack is out of the picture. ``--quick``: a smoke
+(``--mode legacy``, the default: one session each), in 2026-07-28 (``--mode 2026-07-28``: a
+connection per request, no session), or both in turn (``--mode both``), so the HTTP stack is out of the picture. ``--quick``: a smoke
 run (few calls, one round; what tests/test_benchmarks.py runs). Without ``--profile``: ``--rounds``
 alternating rounds of ``--calls`` sequential calls; per server, the median over the rounds of the
 event loop thread's CPU time per call (client included: the client and the server share the
@@ -125,12 +125,19 @@ def constant_result_server() -> Any:
 
 
 async def main(args: argparse.Namespace) -> None:
+    for mode in ("legacy", "2026-07-28") if args.mode == "both" else (args.mode,):
+        if args.mode == "both":
+            print(f"== client mode {mode}")
+        await profile(args, mode)
+
+
+async def profile(args: argparse.Namespace, mode: str) -> None:
     servers = {"FastMCP": fastmcp_server(), "tether_clr": governed_server().sdk_server}
     if args.ablate:
         servers["tether_clr, cached outcome"] = cached_outcome_server()
         servers["tether_clr, constant result"] = constant_result_server()
     async with AsyncExitStack() as stack:
-        clients = {name: await connect(stack, server, args.mode) for name, server in servers.items()}
+        clients = {name: await connect(stack, server, mode) for name, server in servers.items()}
         for client in clients.values():
             await calls(client, args.warmup)
         if args.profile:
@@ -173,8 +180,8 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=None, help="calls per round (default 1000; 20 with --quick)")
     parser.add_argument("--rounds", type=int, default=None, help="default 7; 1 with --quick")
     parser.add_argument("--warmup", type=int, default=None, help="calls per server before the rounds (default 200; 5 with --quick)")
-    parser.add_argument("--mode", choices=("legacy", "2026-07-28"), default="legacy",
-                        help="the client's mode: the handshake era (default) or 2026-07-28 (a request each)")
+    parser.add_argument("--mode", choices=("legacy", "2026-07-28", "both"), default="legacy",
+                        help="the client's mode: the handshake era (default), 2026-07-28 (a request each), or both in turn")
     parser.add_argument("--quick", action="store_true", help="a smoke run: few calls, one round")
     parser.add_argument("--profile", choices=("tether", "fastmcp"))
     parser.add_argument("--ablate", action="store_true", help="also time tether_clr with the pipeline, then its whole handler, taken out")

@@ -342,3 +342,16 @@ def test_an_assembly_made_at_older_revisions_is_never_kept() -> None:
 def test_a_negative_limit_is_refused() -> None:
     with pytest.raises(ValueError):
         AssemblyCache(-1)
+
+
+def test_a_rebound_snapshot_copies_every_slot_but_the_ones_it_rebinds() -> None:
+    """``_twin`` names the slots it copies (for speed): a slot added to the views must be added there too."""
+    from tether_clr.catalog.views import SealedToolCatalogView, ToolAssembly
+
+    registry = catalog()
+    for view in (registry.assemble(ALICE).with_loaded(["echo"]), registry.seal()):
+        twin = view._twin()
+        slots = {name for klass in type(view).__mro__ for name in getattr(klass, "__slots__", ()) if name != "__weakref__"}
+        assert slots and all(getattr(twin, name) is getattr(view, name) for name in slots if hasattr(view, name))
+        assert all(hasattr(twin, name) == hasattr(view, name) for name in slots)
+    assert {SealedToolCatalogView, ToolAssembly} >= {type(registry.seal()), type(registry.assemble(ALICE))}

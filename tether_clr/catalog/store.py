@@ -71,6 +71,20 @@ class _GlobalKey:
 _GLOBAL = _GlobalKey()
 
 
+def _layers_seen(layers: Mapping[AgentPipelineScope | None, Any], scope: AgentPipelineScope | None) -> tuple[Any, ...]:
+    """The scopes of ``scope``'s lineage (the global layer, ``None``, included) that hold registrations, outermost
+    first: two scopes with the same ones see the same registrations. Call with the lock held."""
+    seen: list[AgentPipelineScope | None] = []
+    while scope is not None:
+        if scope in layers:
+            seen.append(scope)
+        scope = scope.parent
+    if None in layers:
+        seen.append(None)
+    seen.reverse()
+    return tuple(seen)
+
+
 class ToolCatalog(ControlledCatalog):
     """The catalog's control plane: scoped, versioned registrations and the live policy.
 
@@ -271,15 +285,16 @@ class ToolCatalog(ControlledCatalog):
         """
         if not isinstance(context, RequestContext):
             raise TypeError(f"context must be a RequestContext, got {type(context).__name__}")
-        lineage = self._lineage(scope)
+        if scope is not None and not isinstance(scope, AgentPipelineScope):
+            raise TypeError(f"scope must be an AgentPipelineScope or None, got {type(scope).__name__}")
         with self._lock:
             layers = self._layers
-            key = AssemblyCache.key(tuple(s for s in lineage if s in layers), context, query)
+            key = AssemblyCache.key(_layers_seen(layers, scope), context, query)
             revisions = (self._revision, self._policy_revision)
             found = self._assemblies.get(key, revisions, context, scope)
             if found is not None:
                 return found
-            entries = [record.current for layer_scope in lineage for record in layers.get(layer_scope, {}).values()]
+            entries = self._visible_entries(scope)
             pins = tuple(self._pins.values())
             deny_rules = self._deny_rules
             kill_switches = self._kill_switches
