@@ -214,7 +214,7 @@ async def _watched(
             raise
 
     async with anyio.create_task_group() as group:
-        group.start_soon(watch)
+        group.start_soon(watch, name="tether_clr.mcp.watcher")  # named: anyio need not make a name per call
         try:
             with anyio.CancelScope(shield=True):
                 result = await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval)
