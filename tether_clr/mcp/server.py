@@ -2,8 +2,8 @@
 
 :func:`create_server` builds a :class:`TetherMcpServer`: ``tools/list`` and
 ``tools/call`` for whoever ``context_for`` says is asking, each request with
-the assembly a fresh one would be (a handshake-era session reuses its own while
-it is exact: :mod:`tether_clr.mcp.assemblies`), each call through ``execute_batch``.
+the assembly a fresh one would be (the catalog's cache answers while that is exact,
+in both protocol eras: :mod:`tether_clr.catalog.reuse`), each call through ``execute_batch``.
 """
 
 from __future__ import annotations
