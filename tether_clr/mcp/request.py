@@ -103,6 +103,8 @@ async def resolve_context(context_for: ContextFor, request: McpRequest) -> Reque
     """``context_for(request)``, awaited when it is async; anything but a ``RequestContext`` (raising included) is ``None``."""
     try:
         answer = context_for(request)
+        if type(answer) is RequestContext:  # the common answer, without the awaitable check's ABC lookup
+            return answer
         if inspect.isawaitable(answer):
             answer = await answer
     except Exception:
