@@ -12,7 +12,8 @@ on 127.0.0.1 on a port the OS picks (the URL read from its stderr; SIGTERM at th
 * tether_clr: ``python -m tether_clr.cli mcp serve --transport http --port 0`` (the command
   ``tether-clr mcp serve``), with ``--tools benchmarks.mcp_server:register`` (``echo``, a guard and
   an audit listener, so every call passes both) and ``--context benchmarks.mcp_server:context_for``
-  (the tenant and principal from headers, so every request is assembled afresh for its caller);
+  (the tenant and principal from headers, so every request gets its caller's assembly: from the catalog's
+  cache while the catalog is unchanged, tether_clr.catalog.reuse);
 * FastMCP: the SDK's ``MCPServer`` (mcp 2.x's name for ``FastMCP``) with ``@tool()``, its
   ``streamable_http_app()`` under a plain ``uvicorn.run(app, host="127.0.0.1", port=0)``
   (this file with ``--serve-fastmcp``).

@@ -1,11 +1,14 @@
 """Where an MCP ``tools/call`` spends its time, in memory: tether_clr's server against FastMCP.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/profile_mcp.py [--calls N] [--rounds R] [--ablate]
+        [--mode legacy|2026-07-28] [--quick]
         [--profile tether|fastmcp [--sort KEY] [--top N] [--pyinstrument [--show-all]]]
 
 Both servers serve the benchmark's ``echo`` (benchmarks/mcp_server.py: governance on, a guard and an
-audit listener) to the SDK's ``mcp.Client`` over its in-memory transport, handshake era, in one
-session each, so the HTTP stack is out of the picture. Without ``--profile``: ``--rounds``
+audit listener) to the SDK's ``mcp.Client`` over its in-memory transport, in the handshake era
+(``--mode legacy``, the default: one session each), in 2026-07-28 (``--mode 2026-07-28``: a
+connection per request, no session), or both in turn (``--mode both``), so the HTTP stack is out of the picture. ``--quick``: a smoke
+run (few calls, one round; what tests/test_benchmarks.py runs). Without ``--profile``: ``--rounds``
 alternating rounds of ``--calls`` sequential calls; per server, the median over the rounds of the
 event loop thread's CPU time per call (client included: the client and the server share the
 thread; CPU time, because other work on a shared machine inflates wall time far more). With it:
@@ -48,11 +51,12 @@ def fastmcp_server() -> Any:
     return server
 
 
-async def connect(stack: AsyncExitStack, server: Any) -> Any:
+async def connect(stack: AsyncExitStack, server: Any, mode: str = "legacy") -> Any:
     from mcp import Client
     from mcp.types import Implementation
 
-    return await stack.enter_async_context(Client(server, client_info=Implementation(name="acme:alice", version="1"), mode="legacy"))
+    client = Client(server, client_info=Implementation(name="acme:alice", version="1"), mode=mode)
+    return await stack.enter_async_context(client)
 
 
 async def calls(client: Any, count: int) -> float:
@@ -108,22 +112,34 @@ def constant_result_server() -> Any:
 
     server = governed_server()
 
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
     async def call_tool(ctx: Any, params: Any) -> dict[str, Any]:
-        return {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"result": "hi"}, "isError": False}
+        result: dict[str, Any] = {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"result": "hi"}, "isError": False}
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            result["resultType"] = "complete"  # required from 2026-07-28 on
+        return result
 
     server.sdk_server.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     return server.sdk_server
 
 
 async def main(args: argparse.Namespace) -> None:
+    for mode in ("legacy", "2026-07-28") if args.mode == "both" else (args.mode,):
+        if args.mode == "both":
+            print(f"== client mode {mode}")
+        await profile(args, mode)
+
+
+async def profile(args: argparse.Namespace, mode: str) -> None:
     servers = {"FastMCP": fastmcp_server(), "tether_clr": governed_server().sdk_server}
     if args.ablate:
         servers["tether_clr, cached outcome"] = cached_outcome_server()
         servers["tether_clr, constant result"] = constant_result_server()
     async with AsyncExitStack() as stack:
-        clients = {name: await connect(stack, server) for name, server in servers.items()}
+        clients = {name: await connect(stack, server, mode) for name, server in servers.items()}
         for client in clients.values():
-            await calls(client, 200)
+            await calls(client, args.warmup)
         if args.profile:
             name = "tether_clr" if args.profile == "tether" else "FastMCP"
             if args.pyinstrument:
@@ -161,12 +177,20 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=None, help="calls per round (default 1000; 20 with --quick)")
+    parser.add_argument("--rounds", type=int, default=None, help="default 7; 1 with --quick")
+    parser.add_argument("--warmup", type=int, default=None, help="calls per server before the rounds (default 200; 5 with --quick)")
+    parser.add_argument("--mode", choices=("legacy", "2026-07-28", "both"), default="legacy",
+                        help="the client's mode: the handshake era (default), 2026-07-28 (a request each), or both in turn")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: few calls, one round")
     parser.add_argument("--profile", choices=("tether", "fastmcp"))
     parser.add_argument("--ablate", action="store_true", help="also time tether_clr with the pipeline, then its whole handler, taken out")
     parser.add_argument("--sort", default="cumulative", help="the pstats sort key (cumulative, tottime...)")
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--show-all", action="store_true", help="pyinstrument: show every frame")
     parser.add_argument("--pyinstrument", action="store_true", help="sample with pyinstrument (pip install pyinstrument) instead of cProfile")
-    anyio.run(main, parser.parse_args())
+    parsed = parser.parse_args()
+    for name, full, quick in (("calls", 1000, 20), ("rounds", 7, 1), ("warmup", 200, 5)):
+        if getattr(parsed, name) is None:
+            setattr(parsed, name, quick if parsed.quick else full)
+    anyio.run(main, parsed)

@@ -152,3 +152,17 @@ def test_integrations_benchmark_reports_plain_governed_and_pipeline_rows_per_fra
                 "| LangChain / LangGraph `ToolNode.ainvoke` |", "`Agent.get_all_tools`", "`ToolManager.for_run_step`",
                 "`GovernedTools.tools(config, messages)`", "Target of issue 30"):
         assert row in done.stdout, row
+
+
+def test_mcp_profile_runs_its_ablation_in_both_client_modes() -> None:
+    """benchmarks/profile_mcp.py (in memory: the MCP layer's and the pipeline's share of a call) keeps running."""
+    pytest.importorskip("tether_clr.mcp", reason="the MCP server needs the mcp extra (mcp 2.x)")
+    command = [sys.executable, str(ROOT / "benchmarks" / "profile_mcp.py"), "--quick", "--ablate", "--mode", "both"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    for mode in ("legacy", "2026-07-28"):
+        assert f"== client mode {mode}" in done.stdout, mode
+    lines = done.stdout.splitlines()
+    for row in ("FastMCP: ", "tether_clr: ", "tether_clr, cached outcome: ", "tether_clr, constant result: ",
+                "the pipeline (execute_batch): ", "execute_batch in a loop of its own"):
+        assert sum(line.startswith(row) for line in lines) == 2, row

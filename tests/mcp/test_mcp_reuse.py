@@ -1,8 +1,10 @@
-"""The MCP server's per-session assembly (reused only while exact), deferred approvals, and ``_meta``-loaded schemas.
+"""The MCP server's assemblies (reused only while exact, in both eras), deferred approvals, and ``_meta``-loaded schemas.
 
 Driven in memory by the SDK's real client: ``mode="legacy"`` is the handshake era
-(one connection per session, which keeps its assembly), ``"2026-07-28"`` the
-stateless era (a connection per request, assembled afresh each time).
+(one connection and scope per session), ``"2026-07-28"`` the stateless era (a
+connection and a scope per request). Either way the catalog's cache
+(:mod:`tether_clr.catalog.reuse`) answers a request with the kept snapshot while
+it is exact, so a fresh assembly is made once per identity and revision.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from tether_clr import (
     ToolRegistry,
 )
 from tether_clr.mcp import LOADED_META_KEY, McpRequest, UNKNOWN_TOOL_MESSAGE
-from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.request import connection_scope, connection_state, loaded_names, remember_loaded
 
 pytestmark = pytest.mark.anyio
@@ -45,17 +46,22 @@ def client(server: Any, who: str = "acme:alice", mode: str = "legacy", **kwargs:
     return Client(server.sdk_server, mode=mode, client_info=Implementation(name=who, version="1"), **kwargs)
 
 
-def counting_assemblies(registry: ToolRegistry) -> list[int]:
-    """Count ``registry.assemble`` calls (one element per call)."""
-    made: list[int] = []
-    assemble = registry.assemble
+class FreshAssemblies:
+    """How many assemblies the registry made afresh (not answered from its cache) since made or :meth:`clear`."""
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(1)
-        return assemble(*args, **kwargs)
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.cache = registry.catalog.assembly_cache
+        self.base = self.cache.misses
 
-    registry.assemble = counted  # type: ignore[method-assign]
-    return made
+    def __len__(self) -> int:
+        return self.cache.misses - self.base
+
+    def clear(self) -> None:
+        self.base = self.cache.misses
+
+
+def counting_assemblies(registry: ToolRegistry) -> FreshAssemblies:
+    return FreshAssemblies(registry)
 
 
 def pay(amount: int) -> str:
@@ -80,7 +86,7 @@ def with_scopes(*scopes: str) -> Callable[[McpRequest], RequestContext | None]:
 
 # ---------------------------------------------------------------- reuse
 @pytest.mark.parametrize("mode", ERAS)
-async def test_a_session_reuses_its_assembly_until_the_catalog_changes(mode: str) -> None:
+async def test_requests_reuse_the_assembly_until_the_catalog_changes(mode: str) -> None:
     registry = governed_registry()
     made = counting_assemblies(registry)
     async with client(served(registry), mode=mode) as c:
@@ -90,10 +96,8 @@ async def test_a_session_reuses_its_assembly_until_the_catalog_changes(mode: str
         registry.register(PythonFunction.from_callable(lambda: 1, name="fresh", description="A new tool."))
         assert (await c.call_tool("fresh", {})).is_error is False  # the revision moved: assembled again
         again = len(made) - first
-    if mode == "legacy":
-        assert (first, again) == (1, 1)
-    else:  # every request (the client's tools/list included) on its own connection, assembled afresh
-        assert first >= 3 and again >= 1
+    # in 2026-07-28 every request (the client's tools/list included) has its own connection and scope: the same
+    assert (first, again) == (1, 1)
 
 
 @pytest.mark.parametrize("mode", ERAS)
@@ -114,10 +118,7 @@ async def test_a_scope_revoked_after_the_assembly_still_refuses_the_call(mode: s
     assert refused.is_error is True and refused.structured_content is not None
     assert refused.structured_content["code"] == ToolFailureCodes.DENIED
     assert refused.structured_content["reason"] == "scope_revoked"
-    if mode == "legacy":
-        assert len(made) == 1  # refused with the reused assembly
-    else:
-        assert len(made) >= 2
+    assert len(made) == 1  # refused with the reused assembly
 
 
 async def test_a_synchronous_authority_is_asked_for_every_request() -> None:
@@ -182,12 +183,15 @@ async def test_another_principal_on_the_same_connection_gets_its_own_assembly() 
     state: dict[str, Any] = {}
     alice, bob = RequestContext("acme", "alice"), RequestContext("globex", "bob")
     scope_a = connection_scope(state, root, alice, None)
-    first = assembly_for(registry, state, alice, scope_a)
-    assert assembly_for(registry, state, alice, scope_a) is first
+    first = registry.assemble(alice, scope_a)
+    assert registry.assemble(alice, scope_a) is first
     scope_b = connection_scope(state, root, bob, None)
-    other = assembly_for(registry, state, bob, scope_b)
+    other = registry.assemble(bob, scope_b)
     assert other is not first and other.context == bob and "refund" not in other.names
-    assert assembly_for(registry, state, alice, connection_scope(state, root, alice, None)) is not first
+    assert other.scope is scope_b
+    scope_again = connection_scope(state, root, alice, None)
+    again = registry.assemble(alice, scope_again)
+    assert scope_again is not scope_a and again is not first and again.scope is scope_again and first.scope is scope_a
 
 
 # ---------------------------------------------------------------- deferred approvals
@@ -272,7 +276,8 @@ def test_without_a_connection_state_each_request_stands_alone() -> None:
     alice = RequestContext("acme", "alice")
     first, second = connection_scope(None, root, alice, None), connection_scope(None, root, alice, None)
     assert first is not None and second is not None and first is not second and first.parent is root
-    assert assembly_for(registry, None, alice, first) is not assembly_for(registry, None, alice, first)
+    one, two = registry.assemble(alice, first), registry.assemble(alice, second)
+    assert (one.scope, two.scope) == (first, second) and one.digest == two.digest  # the same snapshot, each in its scope
     assert remember_loaded(None, alice, frozenset({"refund_order"})) is False
     assert loaded_names(None, alice) == frozenset()
 

@@ -4,7 +4,9 @@ built fresh on every call. The SDKs' own checks of the same shapes are in tests/
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
 
+from tests.support.json_strategies import json_values
 from tether_clr import ImagePart, TextPart, ToolExecutionOutcome
 
 GIF = ImagePart(b"GIF89a", "image/gif")
@@ -42,3 +44,22 @@ def test_wire_forms_are_fresh_each_time() -> None:
 def test_only_chat_and_responses_are_openai_apis() -> None:
     with pytest.raises(ValueError, match="api"):
         ToolExecutionOutcome.success("c1", "t", 1).to_openai("assistants")  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_the_mcp_form_of_a_success_is_its_content_and_value_read_once(value: object) -> None:
+    """``to_mcp`` reads a plain success's value once; what it answers is what the parts and the value say."""
+    from tether_clr.records import wire
+
+    try:
+        outcome = ToolExecutionOutcome.success("c1", "t", value)
+    except (TypeError, ValueError):
+        return  # not a value an outcome holds
+    try:
+        expected = wire.mcp_call_tool_result(outcome.content, outcome.value, None)
+    except ValueError:  # text no wire format carries: refused the same way
+        with pytest.raises(ValueError):
+            outcome.to_mcp()
+        return
+    assert outcome.to_mcp() == expected

@@ -44,6 +44,7 @@ from tether_clr.catalog.kill_switches import KillSwitch
 from tether_clr.catalog.lifecycle import StatusTransition, ToolStatus, status_transition
 from tether_clr.catalog.metadata import CapabilityQuery
 from tether_clr.catalog.records import DiscoveryResult, ToolPin
+from tether_clr.catalog.reuse import AssemblyCache
 from tether_clr.catalog.registration import (
     Registration,
     ToolRegistrationOptions,
@@ -68,6 +69,20 @@ class _GlobalKey:
 
 
 _GLOBAL = _GlobalKey()
+
+
+def _layers_seen(layers: Mapping[AgentPipelineScope | None, Any], scope: AgentPipelineScope | None) -> tuple[Any, ...]:
+    """The scopes of ``scope``'s lineage (the global layer, ``None``, included) that hold registrations, outermost
+    first: two scopes with the same ones see the same registrations. Call with the lock held."""
+    seen: list[AgentPipelineScope | None] = []
+    while scope is not None:
+        if scope in layers:
+            seen.append(scope)
+        scope = scope.parent
+    if None in layers:
+        seen.append(None)
+    seen.reverse()
+    return tuple(seen)
 
 
 class ToolCatalog(ControlledCatalog):
@@ -105,6 +120,7 @@ class ToolCatalog(ControlledCatalog):
         self._revision = 0
         self._policy_revision = 0
         self._change_callbacks: tuple[Callable[[ToolsChangedEvent], Any], ...] = ()
+        self._assemblies = AssemblyCache()
 
     # ------------------------------------------------------------- revisions
     @property
@@ -122,6 +138,7 @@ class ToolCatalog(ControlledCatalog):
         self._revision += 1
         if policy:
             self._policy_revision += 1
+        self._assemblies.clear()  # drop what the old revisions kept (and the scopes its keys hold)
         return self._revision
 
     # ----------------------------------------------------------------- tools
@@ -259,16 +276,29 @@ class ToolCatalog(ControlledCatalog):
         scopes, an asynchronous one is not (the context's scopes count; the
         authority is asked again before every body). Feature flags and deny
         rules are evaluated here, outside the registry's lock.
+
+        Cached: while the revisions are unchanged, a request of the same
+        identity whose scope sees the same layers gets the kept snapshot rebound
+        to its context and scope, unless a feature flag, a deny rule or a
+        synchronous authority took part (then every call assembles afresh); see
+        :mod:`tether_clr.catalog.reuse`.
         """
         if not isinstance(context, RequestContext):
             raise TypeError(f"context must be a RequestContext, got {type(context).__name__}")
+        if scope is not None and not isinstance(scope, AgentPipelineScope):
+            raise TypeError(f"scope must be an AgentPipelineScope or None, got {type(scope).__name__}")
         with self._lock:
+            layers = self._layers
+            key = AssemblyCache.key(_layers_seen(layers, scope), context, query)
+            revisions = (self._revision, self._policy_revision)
+            found = self._assemblies.get(key, revisions, context, scope)
+            if found is not None:
+                return found
             entries = self._visible_entries(scope)
             pins = tuple(self._pins.values())
             deny_rules = self._deny_rules
             kill_switches = self._kill_switches
             authority = self._authority
-            revision, policy_revision = self._revision, self._policy_revision
         selection = assemble_catalog(
             [e.candidate for e in entries],
             context,
@@ -280,7 +310,15 @@ class ToolCatalog(ControlledCatalog):
         )
         by_candidate = {id(e.candidate): e for e in entries}
         bound = {c.model_name: by_candidate[id(c)] for c in selection.chosen}
-        return ToolAssembly(self, scope, bound, selection, revision, policy_revision, self.argument_limits)
+        assembly = ToolAssembly(self, scope, bound, selection, *revisions, self.argument_limits)
+        with self._lock:
+            self._assemblies.keep(key, revisions, assembly, authority)
+        return assembly
+
+    @property
+    def assembly_cache(self) -> AssemblyCache:
+        """The cache :meth:`assemble` answers from while exact (see :mod:`tether_clr.catalog.reuse`)."""
+        return self._assemblies
 
     def hidden_reason(self, context: RequestContext, scope: AgentPipelineScope | None, name: str) -> HiddenReason | None:
         """Why model name ``name`` is not in ``context``'s assembly from ``scope``, for the log only:

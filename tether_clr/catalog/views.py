@@ -18,7 +18,6 @@ Layer 3 (the catalog): views decide what is visible and callable; they run nothi
 from __future__ import annotations
 
 import copy
-import dataclasses
 import time
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -263,8 +262,19 @@ class SealedToolCatalogView:
         """
         return self._derived(self._loaded, True)
 
+    def _twin(self: _View) -> _View:
+        """A shallow copy, as ``copy.copy`` makes, at a fraction of its cost (the slots named here; a
+        subclass with slots or a ``__dict__`` of its own is copied by ``copy.copy``)."""
+        if type(self) not in _OWN_VIEWS:
+            return copy.copy(self)
+        twin = object.__new__(type(self))
+        twin.scope, twin.catalog, twin.argument_limits, twin.unloaded = self.scope, self.catalog, self.argument_limits, self.unloaded
+        twin._entries, twin._aliases, twin._names = self._entries, self._aliases, self._names
+        twin._deferred, twin._loaded, twin._native, twin._waiting = self._deferred, self._loaded, self._native, self._waiting
+        return twin
+
     def _derived(self: _View, loaded: frozenset[str], native: bool) -> _View:
-        twin = copy.copy(self)
+        twin = self._twin()
         twin._loaded = loaded
         twin._native = native
         twin._waiting = self._deferred - loaded
@@ -411,9 +421,9 @@ class ToolAssembly(SealedToolCatalogView):
         True when no feature flag (``enabled_when``) and no deny rule took part in
         assembling it: the selection is then a function of the registry's
         revisions, the context's identity and the scopes it was assembled with, so
-        an assembly made again with those would be this one. A host that caches
-        assemblies (the MCP server does, per session) keys them on exactly those and
-        rebinds the request with :meth:`for_request`; calls stay re-authorized
+        an assembly made again with those would be this one. The catalog's cache of
+        assemblies (:mod:`tether_clr.catalog.reuse`) keys them on exactly those and
+        rebinds the request with :meth:`rebound`; calls stay re-authorized
         against the live registry before every body either way.
         """
         return self._selection.reusable
@@ -427,8 +437,19 @@ class ToolAssembly(SealedToolCatalogView):
             return self
         if not isinstance(context, RequestContext) or context.identity() != current.identity():
             raise ValueError("for_request needs a context of the same identity (only request_id may differ)")
-        twin = copy.copy(self)
-        twin._selection = dataclasses.replace(self._selection, context=context)
+        return self.rebound(context, self.scope)
+
+    def rebound(self, context: RequestContext, scope: AgentPipelineScope | None) -> ToolAssembly:
+        """This snapshot for a request of the same identity (not checked: the caller knows it, as the
+        catalog's cache does by its key) in ``scope``, a scope that sees the same layers: ``self`` when
+        both are already its own, else a copy (so nothing set on it reaches this one)."""
+        if scope is self.scope and context == self._selection.context:
+            return self
+        twin = self._twin()
+        twin.scope = scope
+        selection = self._selection
+        if context != selection.context:
+            twin._selection = CatalogSelection(context, selection.chosen, selection.omitted, selection.aliases, selection.reusable)
         return twin
 
     def discovery(self) -> DiscoveryResult:
@@ -438,6 +459,13 @@ class ToolAssembly(SealedToolCatalogView):
     def get_declarations(self) -> list[ToolSchemaSnapshot]:
         """The definitions as the model was shown them (fresh copies)."""
         return list(self._selection.shown_definitions(self._loaded))
+
+    def _twin(self) -> ToolAssembly:
+        twin = super()._twin()
+        if type(self) is ToolAssembly:
+            twin._selection, twin._bindings, twin._digest = self._selection, self._bindings, self._digest
+            twin._registry_revision, twin._policy_revision = self._registry_revision, self._policy_revision
+        return twin
 
     def _derived(self, loaded: frozenset[str], native: bool) -> ToolAssembly:
         twin = super()._derived(loaded, native)
@@ -478,3 +506,7 @@ class ToolAssembly(SealedToolCatalogView):
             catalog.deny_rules,
             catalog.kill_switches,
         )
+
+
+_OWN_VIEWS = (SealedToolCatalogView, ToolAssembly)
+"""The classes whose every slot :meth:`SealedToolCatalogView._twin` copies by name."""

@@ -71,7 +71,6 @@ from typing import Any
 import anyio
 
 from tether_clr.catalog.builtin import CatalogTool
-from tether_clr.catalog.reuse import keepable, reused
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.execution.admission import admission_only
@@ -179,7 +178,6 @@ class GovernedCalls:
         self._restored = False
         self._lock = anyio.Lock()
         self._scopes: dict[tuple[str, str], AgentPipelineScope] = {}
-        self._assemblies: dict[tuple[int, str, str], ToolAssembly] = {}
 
     # ------------------------------------------------------------ identity and offer
     @property
@@ -223,24 +221,13 @@ class GovernedCalls:
         return assembly
 
     def assembly_for(self, context: RequestContext, scope: AgentPipelineScope | None) -> ToolAssembly:
-        """``registry.assemble(context, scope)``, or the last one this core made for that identity and scope
-        when it is exactly what assembling now would give (:mod:`tether_clr.catalog.reuse`: the same
-        registry and policy revisions, no feature flag or deny rule took part, no live scope authority),
-        rebound to ``context``. Adapters ask per call and per step: this keeps that cheap while every
-        catalog change (a tool disabled, re-versioned, a pin, a kill switch) is seen at once."""
-        registry = self.registry
-        key = (id(scope), context.tenant_id, context.principal_id)
-        found = reused(self._assemblies.get(key), context, scope, registry.revision, registry.policy_revision)
-        if found is not None:
-            return found
-        assembly = registry.assemble(context, scope)
-        if keepable(assembly, registry.authority):
-            if len(self._assemblies) >= 256 and key not in self._assemblies:
-                self._assemblies.pop(next(iter(self._assemblies)))
-            self._assemblies[key] = assembly  # holds its scope: the id in the key stays that scope's
-        else:
-            self._assemblies.pop(key, None)
-        return assembly
+        """``registry.assemble(context, scope)``: the catalog's cache answers it with the snapshot it keeps for
+        that identity and those layers while it is exactly what assembling now would give
+        (:mod:`tether_clr.catalog.reuse`: the same registry and policy revisions, no feature flag or deny rule
+        took part, no live scope authority), rebound to ``context``. Adapters ask per call and per step: this
+        keeps that cheap while every catalog change (a tool disabled, re-versioned, a pin, a kill switch) is
+        seen at once."""
+        return self.registry.assemble(context, scope)
 
     def may_require_approval(self, assembly: ToolAssembly, name: str) -> bool:
         """Whether calls of ``name`` in ``assembly`` may need approval: the tool has an approval

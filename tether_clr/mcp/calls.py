@@ -20,10 +20,7 @@ before the handler gives up.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import os
-import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +33,7 @@ from tether_clr.execution.ports import ApprovalProvider, ForwardingSink, ToolCal
 from tether_clr.foundations.arguments import ArgumentLimits
 from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.json_values import canonical_json
+from tether_clr.mcp.ids import new_call_id
 from tether_clr.mcp.inflight import CLIENT_CANCELLED, ConnectionCalls
 from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
@@ -114,27 +112,6 @@ class RecordedAs(ForwardingSink):
             message = _HIDDEN_MESSAGES[self.reason].format(tool=outcome.name)
             outcome = ToolExecutionOutcome.failed(outcome.call_id, outcome.name, ToolFailureCodes.DENIED, message, self.reason)
         await self.inner.outcome_ready(outcome)
-
-
-# Call ids: unique per process (a random prefix, then a counter), without a uuid4 per call. A forked
-# child (a pre-forking server's worker) draws a prefix of its own, or two workers would number alike.
-_CALL_PREFIX = ""
-_call_numbers = itertools.count(1)
-
-
-def _new_call_prefix() -> None:
-    global _CALL_PREFIX, _call_numbers
-    _CALL_PREFIX, _call_numbers = uuid.uuid4().hex[:12], itertools.count(1)
-
-
-_new_call_prefix()
-if hasattr(os, "register_at_fork"):  # POSIX only; where there is no fork there is nothing to redraw
-    os.register_at_fork(after_in_child=_new_call_prefix)
-
-
-def new_call_id() -> str:
-    """A call id for one ``tools/call``: ``mcp-<process prefix>-<n>``, unique across processes and forks."""
-    return f"mcp-{_CALL_PREFIX}-{next(_call_numbers)}"
 
 
 def _arguments_text(arguments: dict[str, Any] | None) -> str:
@@ -237,7 +214,7 @@ async def _watched(
             raise
 
     async with anyio.create_task_group() as group:
-        group.start_soon(watch)
+        group.start_soon(watch, name="tether_clr.mcp.watcher")  # named: anyio need not make a name per call
         try:
             with anyio.CancelScope(shield=True):
                 result = await registry.execute_batch([call], assembly, 1, sink, source.token, approval=approval)

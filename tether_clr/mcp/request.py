@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from starlette.datastructures import Headers
 
+from tether_clr.mcp.ids import new_session_id
 from tether_clr.records.context import RequestContext
 from tether_clr.records.scope import AgentPipelineScope
 
@@ -103,6 +103,8 @@ async def resolve_context(context_for: ContextFor, request: McpRequest) -> Reque
     """``context_for(request)``, awaited when it is async; anything but a ``RequestContext`` (raising included) is ``None``."""
     try:
         answer = context_for(request)
+        if type(answer) is RequestContext:  # the common answer, without the awaitable check's ABC lookup
+            return answer
         if inspect.isawaitable(answer):
             answer = await answer
     except Exception:
@@ -200,4 +202,5 @@ def session_scope(root: AgentPipelineScope | None, context: RequestContext, sess
     if parent.owner is not None and parent.owner != context.principal_id:
         logger.warning("the server's scope is owned by %r, not %r; the request is refused", parent.owner, context.principal_id)
         return None
-    return parent.child(owner=context.principal_id, session_id=session_id or f"mcp-{uuid.uuid4().hex}")
+    return parent.child(owner=context.principal_id, session_id=session_id or new_session_id())
+

@@ -2,8 +2,8 @@
 
 :func:`create_server` builds a :class:`TetherMcpServer`: ``tools/list`` and
 ``tools/call`` for whoever ``context_for`` says is asking, each request with
-the assembly a fresh one would be (a handshake-era session reuses its own while
-it is exact: :mod:`tether_clr.mcp.assemblies`), each call through ``execute_batch``.
+the assembly a fresh one would be (the catalog's cache answers while that is exact,
+in both protocol eras: :mod:`tether_clr.catalog.reuse`), each call through ``execute_batch``.
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
+from tether_clr.catalog.entries import ToolEntry
 from tether_clr.catalog.views import ToolAssembly
 from tether_clr.execution.ports import ToolCallSink
+from tether_clr.foundations.cancellation import CancellationSource
 from tether_clr.foundations.errors import SinkError
 from tether_clr.foundations.text import describe_exception
 from tether_clr.mcp.approval import approval_for
-from tether_clr.mcp.assemblies import assembly_for
 from tether_clr.mcp.calls import UNKNOWN_TOOL_MESSAGE, RecordedAs, hidden_call, is_search, make_call, never_parks, run_call
 from tether_clr.mcp.failures import CallFaults, Tracked, for_client
 from tether_clr.mcp.headers import InputSchemaLookup, ParamHeaderLookup
@@ -204,16 +205,21 @@ class TetherMcpServer:
 
     # ---------------------------------------------------------------- identity
     async def _assembly(self, ctx: Any) -> tuple[ToolAssembly, AgentPipelineScope]:
-        """The caller's assembly (as a fresh one would be: see :mod:`tether_clr.mcp.assemblies`) and scope,
-        with the deferred schemas this session's searches, or the request's ``_meta``, loaded;
-        ``MCPError`` when there is no context."""
+        """The caller's assembly and scope, with the deferred schemas this session's searches, or the
+        request's ``_meta``, loaded; ``MCPError`` when there is no context.
+
+        The assembly is ``registry.assemble(context, scope)``, which the catalog answers from its cache
+        while that is exact (:mod:`tether_clr.catalog.reuse`): in both eras, a request of the same identity
+        at the same revisions, whose scope (the session's, or a 2026-07-28 request's own) sees the same
+        layers, reuses the snapshot rebound to its context and scope, unless a feature flag, a deny rule
+        or a synchronous scope authority took part. The deferred schemas it loads are on its own copy."""
         request = describe_request(ctx)
         context = await resolve_context(self.context_for, request)
         state = connection_state(ctx)
         scope = None if context is None else connection_scope(state, self.scope, context, request.session_id)
         if context is None or scope is None:
             raise MCPError(code=INVALID_PARAMS, message=NO_CONTEXT_MESSAGE)
-        assembly = assembly_for(self.registry, state, context, scope)
+        assembly = self.registry.assemble(context, scope)
         waiting = assembly.unloaded
         if waiting:
             loaded = loaded_names(state, context) | meta_loaded_names(ctx)
@@ -248,37 +254,46 @@ class TetherMcpServer:
         call = make_call(params.name, params.arguments, scope)
         source = self.calls.start()
         try:
-            async with AsyncExitStack() as per_call:
-                try:
-                    sink = self._sink if self.sink_for is None else await self._connection_sink(ctx, assembly.context, per_call)
-                except Exception as exc:  # the connection's log session cannot be opened: nothing runs
-                    fault = SinkError(f"cannot open the connection's call log: {describe_exception(exc)}")
-                    fault.__cause__ = exc
-                    if entry is None:
-                        self._faults.answer(fault, call, None)
-                        raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE) from None
-                    return self._result(ctx, self._faults.answer(fault, call, None))
-                if entry is None:
-                    await self._refuse_hidden(assembly, call, sink)
-                    raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
-                approval = approval_for(ctx) if self.elicit_approval else None
-                calls = self._connection_calls(ctx)
-                in_flight = None
-                if calls is not None and calls.watching and ctx.request_id is not None:
-                    in_flight = (calls, ctx.request_id)
-                tracked = None if sink is None else Tracked(sink)
-                try:
-                    outcome = await run_call(self.registry, assembly, call, tracked, approval, in_flight, source)
-                except Exception as exc:  # an infrastructure fault: an answer, never a leak (tether_clr.mcp.failures)
-                    outcome = self._faults.answer(exc, call, tracked)
-                else:
-                    self._faults.succeeded()
-                    if outcome.failure is None and is_search(entry):
-                        await self._remember_search(ctx, assembly, outcome)
-                    outcome = for_client(outcome)
+            if self.sink_for is None:  # one sink for every call: no per-call exit stack
+                outcome = await self._run(ctx, assembly, entry, call, self._sink, source)
+            else:
+                async with AsyncExitStack() as per_call:
+                    try:
+                        sink = await self._connection_sink(ctx, assembly.context, per_call)
+                    except Exception as exc:  # the connection's log session cannot be opened: nothing runs
+                        fault = SinkError(f"cannot open the connection's call log: {describe_exception(exc)}")
+                        fault.__cause__ = exc
+                        if entry is None:
+                            self._faults.answer(fault, call, None)
+                            raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE) from None
+                        return self._result(ctx, self._faults.answer(fault, call, None))
+                    outcome = await self._run(ctx, assembly, entry, call, sink, source)
         finally:
             self.calls.finish(source)
         return self._result(ctx, outcome)
+
+    async def _run(
+        self, ctx: Any, assembly: ToolAssembly, entry: ToolEntry | None, call: ToolCall, sink: ToolCallSink | None,
+        source: CancellationSource,
+    ) -> ToolExecutionOutcome:
+        """The outcome of ``call`` for the client (see :meth:`_call_tool`); -32602 for an unknown or hidden tool."""
+        if entry is None:
+            await self._refuse_hidden(assembly, call, sink)
+            raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
+        approval = approval_for(ctx) if self.elicit_approval else None
+        calls = self._connection_calls(ctx)
+        in_flight = None
+        if calls is not None and calls.watching and ctx.request_id is not None:
+            in_flight = (calls, ctx.request_id)
+        tracked = None if sink is None else Tracked(sink)
+        try:
+            outcome = await run_call(self.registry, assembly, call, tracked, approval, in_flight, source)
+        except Exception as exc:  # an infrastructure fault: an answer, never a leak (tether_clr.mcp.failures)
+            return self._faults.answer(exc, call, tracked)
+        self._faults.succeeded()
+        if outcome.failure is None and is_search(entry):
+            await self._remember_search(ctx, assembly, outcome)
+        return for_client(outcome)
 
     @staticmethod
     def _result(ctx: Any, outcome: ToolExecutionOutcome) -> dict[str, Any]:

@@ -16,6 +16,7 @@ is sent everything, as the newest is.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,21 +35,28 @@ RESULT_FIELDS_SINCE: Mapping[str, str] = {"structuredContent": "2025-06-18"}
 """A ``CallToolResult`` field the server may send, and the protocol version that introduced it."""
 
 
-def _undefined(version: str | None, since: Mapping[str, str]) -> frozenset[str]:
+def _undefined(version: str | None, tool: bool) -> frozenset[str]:
+    """What ``version`` does not define of a tool's (``tool``) or a result's fields; memoized per version."""
     if version is None or version not in KNOWN_PROTOCOL_VERSIONS:
         return frozenset()
+    return _undefined_known(version, tool)
+
+
+@functools.cache
+def _undefined_known(version: str, tool: bool) -> frozenset[str]:  # a handful of known versions: bounded
+    since = TOOL_FIELDS_SINCE if tool else RESULT_FIELDS_SINCE
     return frozenset(field for field, first in since.items() if not is_version_at_least(version, first))
 
 
 def tool_for_version(tool: dict[str, Any], version: str | None) -> dict[str, Any]:
     """``tool`` (MCP ``Tool`` JSON) without the fields ``version`` does not define; ``tool`` itself when
     it has none of them (never changed in place)."""
-    drop = _undefined(version, TOOL_FIELDS_SINCE) & tool.keys()
+    drop = _undefined(version, True) & tool.keys()
     return {k: v for k, v in tool.items() if k not in drop} if drop else tool
 
 
 def result_for_version(result: dict[str, Any], version: str | None) -> dict[str, Any]:
     """``result`` (MCP ``CallToolResult`` JSON) without the fields ``version`` does not define; ``result``
     itself when it has none of them (never changed in place)."""
-    drop = _undefined(version, RESULT_FIELDS_SINCE) & result.keys()
+    drop = _undefined(version, False) & result.keys()
     return {k: v for k, v in result.items() if k not in drop} if drop else result

@@ -422,5 +422,15 @@ class ToolExecutionOutcome:
         object value, else ``{"result": value}``; a failure's ``code``, ``reason``, ``message``)
         and ``isError``. ``tether_clr.projections.mcp.to_call_tool_result`` gives the SDK object."""
         failure = self.failure
+        if failure is None and self.explicit_content is None:  # the common case: the value read once
+            value_json = self.value_json
+            value = json.loads(value_json)
+            text = value if isinstance(value, str) and value_json.startswith('"') else value_json
+            if is_valid_text(text):  # else the general path refuses it, as ``content`` does
+                return {
+                    "content": [{"type": "text", "text": text}],
+                    "structuredContent": value if isinstance(value, dict) else {"result": value},
+                    "isError": False,
+                }
         described = None if failure is None else (str(failure.code), failure.reason, failure.message)
         return wire.mcp_call_tool_result(self.content, self.value, described)
