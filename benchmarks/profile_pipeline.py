@@ -269,7 +269,7 @@ def _stages() -> list[tuple[str, Callable[..., Any]]]:
         ("  of which one call through its stages: `_run_one`", lone._run_one),
         ("general path set-up: `BatchState.__init__` (checks, hooks, `CallPipeline`, cancellation source, batch id)", BatchState.__init__),
         ("grouping: `BatchRun._groups` (classification; a safe group's classifier parses the arguments here)", BatchRun._groups),
-        ("admission in the general path: `Admitting._declare` (begin, the sink's declaration)", Admitting._declare),
+        ("admission in the general path: `Admitting._resolve` (begin; with a sink, `_declared` tells it)", Admitting._resolve),
         ("authorization in the general path: `Admitting._authorize` (pre-execute waterfall, guards, approval)", Admitting._authorize),
         ("admission: `begin` (strict parse, canonical text, resolve, schema check, `ToolExecution`)", CallPipeline.begin),
         ("re-authorization: `reauthorize`", CallPipeline.reauthorize),

@@ -30,10 +30,10 @@ def test_profile_pipeline_runs_every_view_of_the_path_on_the_current_layout() ->
     assert done.returncode == 0, done.stderr
     assert "not available" not in done.stdout
     for section in ("## End to end", "stage: `begin`", "cancelled-caller check, ablated", "Stage shares: one-call batches",
-                    "`run_alone`", "`Admitting._declare`", "## cProfile: 100-call batches (concurrency-safe group)"):
+                    "`run_alone`", "`Admitting._resolve`", "## cProfile: 100-call batches (concurrency-safe group)"):
         assert section in done.stdout
     shares = done.stdout.split("## Stage shares: 100-call batches (concurrency-safe group)")[1].split("## cProfile")[0]
-    declared = next(line for line in shares.splitlines() if "`Admitting._declare`" in line)
+    declared = next(line for line in shares.splitlines() if "`Admitting._resolve`" in line)
     assert float(declared.split("|")[2]) > 0  # the general path's stages are found in the profile
 
 
