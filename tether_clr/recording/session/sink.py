@@ -26,7 +26,7 @@ from tether_clr.recording.session.encoding import (
     call_payload,
     check_session_id,
     dumps,
-    proposal_entry,
+    proposal_text,
     result_payload,
 )
 from tether_clr.recording.session.events import (
@@ -183,24 +183,30 @@ class SessionSink:
 
     # ---------------------------------------------------------------- hooks
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
-        proposal = [proposal_entry(index, call) for index, call in enumerate(calls)]
-        self._proposed = len(proposal)
+        self._proposed = len(calls)
         if self._starts_turn is not None:  # the turn opens in the commit of its one step's start
             self._pending.append(PendingEvent(self.turn, None, TURN_START, None, None, self._starts_turn))
-        self._add(STEP_START, None, None, dumps({"calls": len(proposal)}))
-        self._add(ASSISTANT_MESSAGE, None, None, dumps({"calls": proposal}))
-        await self._added()
+        self._add(STEP_START, None, None, f'{{"calls":{len(calls)}}}')
+        self._add(ASSISTANT_MESSAGE, None, None, proposal_text(calls))
+        if not self._store.group_commit:
+            await self.flush()
 
     async def call_declared(self, call: ToolCall) -> None:
         declaration = current_declaration()
-        if declaration is not None and declaration.child is not None:
-            self._dispatched(declaration.child, call)
-            await self._added()
-            return
-        position = self._position(True)
+        if declaration is not None:
+            if declaration.child is not None:
+                self._dispatched(declaration.child, call)
+                if not self._store.group_commit:
+                    await self.flush()
+                return
+            position = declaration.index
+        else:  # outside execute_batch: positions follow the declarations
+            position = self._next_position
+            self._next_position += 1
         self._declared.add(position)
         self._add(TOOL_CALL, call.call_id, position, call_payload(position, call))
-        await self._added()
+        if not self._store.group_commit:
+            await self.flush()
 
     def _dispatched(self, child: str, call: ToolCall) -> None:
         """A child call's ``tool/ptc-dispatch`` and ``tool/call``, keyed ``child`` under the step."""
@@ -297,13 +303,18 @@ class SessionSink:
             self._add(TOOL_RESULT, outcome.call_id, None, result_payload(None, outcome, declaration.child))
             await self._added()
             return
-        position = self._position(False)
-        adding, self._adding = self._adding, None
-        contexts = adding[1] if adding is not None and adding[0] == position else ()
+        position = declaration.index if declaration is not None else self._position(False)
+        contexts: tuple[str, ...] = ()
+        if self._adding is not None:
+            adding, self._adding = self._adding, None
+            if adding[0] == position:
+                contexts = adding[1]
         self._answered.add(position)
         self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome, contexts=contexts))
-        self._contexts.extend((position, outcome.call_id, text) for text in contexts)
-        await self._added()
+        if contexts:
+            self._contexts.extend((position, outcome.call_id, text) for text in contexts)
+        if not self._store.group_commit:
+            await self.flush()
 
     async def abandon(self) -> None:
         """Release the lease of a sink whose batch never finished (a resumed step cancelled before it started)."""
