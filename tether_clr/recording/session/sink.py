@@ -110,7 +110,7 @@ class SessionSink:
         self._holder = uuid.uuid4().hex
         self._pending: list[PendingEvent] = []
         self._made: list[GrantRecord] = []  # grants in _pending: the store cannot find them yet
-        self._flushing: anyio.Lock | None = None
+        self._flushing: anyio.Event | None = None  # set when the commit in flight ends (None: none is)
         self._leased = False
         self._finished = False
         self._declared: set[int] = set()
@@ -150,6 +150,8 @@ class SessionSink:
 
     def _committed(self, rows: Sequence[PendingEvent]) -> None:
         """Note the turn events a commit that returned carried (``starts_turn``, ``ends_turn``)."""
+        if self._starts_turn is None and not self._ends_turn:  # this sink writes no turn event
+            return
         for row in rows:
             if row.step is None:
                 self.turn_started = self.turn_started or row.kind == TURN_START
@@ -168,11 +170,28 @@ class SessionSink:
             return self._next_position - 1
         return min(self._declared - self._answered, default=self._next_position)
 
+    async def _one_commit_at_a_time(self) -> anyio.Event:
+        """Wait until no commit of this sink is in flight, then mark one in flight (the event its end sets).
+
+        Commits stay in order and never overlap (a flush behind the delivery may still run when the next
+        flush or the end comes). Unlike a lock, taking it when it is free costs no pass of the event loop:
+        the store's hand-off to its thread is the commit's one.
+        """
+        while self._flushing is not None:
+            await self._flushing.wait()
+        self._flushing = done = anyio.Event()
+        return done
+
+    def _commit_ended(self, done: anyio.Event) -> None:
+        self._flushing = None
+        done.set()
+
     async def flush(self) -> None:
         """Commit every buffered event in one transaction (the first one takes the lease)."""
-        if self._flushing is None:
-            self._flushing = anyio.Lock()
-        async with self._flushing:
+        if not self._pending and self._flushing is None:
+            return
+        done = await self._one_commit_at_a_time()
+        try:
             if not self._pending:
                 return
             rows, self._pending = self._pending, []
@@ -180,6 +199,8 @@ class SessionSink:
             await self._store.append(self.session_id, self._holder, rows, first=not self._leased, release=False)
             self._committed(rows)
             self._leased = True
+        finally:
+            self._commit_ended(done)
 
     # ---------------------------------------------------------------- hooks
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
@@ -335,9 +356,8 @@ class SessionSink:
             if self._ends_turn:  # the turn's one step is closed: close the turn in the same commit
                 self._pending.append(PendingEvent(self.turn, None, TURN_END, None, None, "{}"))
         self._finished = True
-        if self._flushing is None:
-            self._flushing = anyio.Lock()
-        async with self._flushing:
+        done = await self._one_commit_at_a_time()
+        try:
             rows, self._pending = self._pending, []
             self._made = []
             if not rows and not self._leased:
@@ -347,3 +367,5 @@ class SessionSink:
             )
             self._committed(rows)
             self._leased = False
+        finally:
+            self._commit_ended(done)
