@@ -2,16 +2,29 @@
 
 ``call_payload``, ``result_payload`` and ``proposal_text`` assemble the usual payloads from JSON strings
 around fixed keys instead of building and dumping a dict per event; the log's bytes must not depend on
-which path wrote them (what resume, repair and verify read back is the same text either way).
+which path wrote them (what resume, repair and verify read back is the same text either way). Nor on how a
+store sends them: PostgreSQL packs each column of a commit in one text, or sends arrays when a text holds
+its separators.
 """
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether_clr.recording.session.encoding import call_payload, dumps, proposal_entry, proposal_text, result_payload
+from tether_clr.recording.session.encoding import (
+    PendingEvent,
+    call_payload,
+    dumps,
+    proposal_entry,
+    proposal_text,
+    result_payload,
+)
+from tether_clr.recording.session.sql_store import SqlSessionStore
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
+
+from tests.support.session_stores import new_session
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=12)  # any code point, lone surrogates too
 
@@ -49,3 +62,34 @@ def test_a_failed_or_retried_result_keeps_its_fields() -> None:
     assert result_payload(2, failed).startswith('{"index":2,"name":"echo","ok":false,"code":"TOOL_ERROR"')
     retried = ToolExecutionOutcome.success("call_0", "echo", 1).with_attempts(3)
     assert result_payload(2, retried) == '{"index":2,"name":"echo","ok":true,"attempts":3,"value":1}'
+
+
+@pytest.mark.parametrize(
+    "call_ids",
+    [
+        pytest.param(["c0", None, "", "c3"], id="plain-null-and-empty-ids"),
+        pytest.param(["a\x1eb", "c\x1fd"], id="ids-holding-the-separators"),
+        pytest.param([""], id="one-empty-id"),
+        pytest.param([None], id="one-row-no-id"),
+    ],
+)
+@pytest.mark.anyio
+async def test_every_column_of_a_commit_reads_back_as_written_whatever_its_texts_hold(
+    store: SqlSessionStore, call_ids: list[str | None]
+) -> None:
+    """PostgreSQL sends a commit's columns packed in one text each, or as arrays when a text holds a
+    separator: either way each row, NULLs and empty texts included, is stored as written, in order."""
+    session = new_session()
+    turn = await store.begin_turn(session)
+    rows = [
+        PendingEvent(turn, None if index % 2 else 7, "tool/attempt", call_id, None if index % 3 else index, f'{{"n":{index}}}')
+        for index, call_id in enumerate(call_ids)
+    ]
+    await store.append(session, "writer", rows, first=True, release=True)
+    events = [event for event in await store.events(session) if event.kind == "tool/attempt"]
+    assert [(e.turn, e.step, e.call_id, e.payload) for e in events] == [
+        (row.turn, row.step, row.call_id, {"n": index}) for index, row in enumerate(rows)
+    ]
+    with store._write() as execute:  # the position column, which the unique indexes and the step checks read
+        positions = execute("SELECT position FROM session_events WHERE session_id = ? AND kind = ? ORDER BY seq", (session, "tool/attempt"))
+    assert [position for (position,) in positions] == [row.position for row in rows]
