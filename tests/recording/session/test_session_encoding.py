@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.session_stores import new_session
 from tether_clr.recording.session.encoding import (
     PendingEvent,
     call_payload,
@@ -23,8 +24,6 @@ from tether_clr.recording.session.encoding import (
 )
 from tether_clr.recording.session.sql_store import SqlSessionStore
 from tether_clr.records.outcomes import ToolCall, ToolExecutionOutcome, ToolFailureCodes
-
-from tests.support.session_stores import new_session
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=12)  # any code point, lone surrogates too
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
-from collections.abc import Sequence
 from typing import Any
 
 from tether_clr.foundations.text import safe_text_or_value
