@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from tether_clr.foundations.text import safe_text_or_value
@@ -28,6 +30,7 @@ __all__ = [
     "now_text",
     "pending_from",
     "proposal_entry",
+    "proposal_text",
     "refused_fields",
     "result_payload",
 ]
@@ -49,6 +52,8 @@ def column_text(text: str | None) -> str | None:
     """Text for an indexed column: valid Unicode, no NUL (PostgreSQL refuses both)."""
     if text is None:
         return None
+    if type(text) is str and text.isascii() and "\x00" not in text:  # the usual call id: nothing to change
+        return text
     text = safe_text_or_value(text)
     return text.replace("\x00", "\\u0000") if "\x00" in text else text
 
@@ -64,6 +69,16 @@ class PendingEvent:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+# The JSON string of a str exactly as ``_ENCODER`` writes it (the same C function): the payloads of the
+# calls and results of every batch are assembled from it around their fixed keys, with no dict built and
+# walked per event. Each fast path below gives the very text ``dumps`` of its dict gives (tested).
+_quote = encode_basestring_ascii
+
+
+def _text(value: Any) -> str | None:
+    """``value``'s JSON text when it is a plain str (the fast paths' one case), else None."""
+    return _quote(value) if type(value) is str else None
 
 
 def dumps(payload: dict[str, Any]) -> str:
@@ -119,11 +134,41 @@ def proposal_entry(index: int, call: ToolCall) -> dict[str, Any]:
     return entry
 
 
+def proposal_text(calls: Sequence[ToolCall]) -> str:
+    """The ``assistant/message`` payload of ``calls`` (in model order) as JSON text: ``{"calls": [...]}`` of
+    their :func:`proposal_entry`, each plain call's entry written straight from its JSON strings."""
+    parts: list[str] = []
+    for index, call in enumerate(calls):
+        fast = None
+        if call.argument_error is None and call.arguments_refused is None:
+            fast = _entry_text(index, call)
+        parts.append(dumps(proposal_entry(index, call)) if fast is None else fast)
+    return '{"calls":[' + ",".join(parts) + "]}"
+
+
+def _entry_text(index: int, call: ToolCall) -> str | None:
+    """:func:`proposal_entry`'s JSON text for a call of ASCII strs (which ``safe_text_or_value`` leaves as
+    they are) and no argument error; None for any other (the dict path)."""
+    call_id, name, arguments, parent = call.call_id, call.name, call.arguments, call.parent_call_id
+    for text in (call_id, name, arguments):
+        if type(text) is not str or not text.isascii():
+            return None
+    if parent is not None and (type(parent) is not str or not parent.isascii()):
+        return None
+    return (f'{{"index":{index},"call_id":{_quote(call_id)},"name":{_quote(name)},"arguments":{_quote(arguments)},'
+            f'"parent_call_id":{"null" if parent is None else _quote(parent)}}}')
+
+
 def call_payload(position: int | None, call: ToolCall, child: str | None = None) -> str:
     """A ``tool/call`` payload as JSON text: position (a child call: its ``child`` key instead), name,
     the declared argument text, parent call. A call refused before its arguments parsed declares only
     a prefix of them (at most ``ArgumentLimits.max_logged_bytes``), with ``arguments_refused`` and
     ``argument_error`` (:func:`refused_fields`)."""
+    if child is None and type(position) is int and call.arguments_refused is None:
+        name, arguments, parent = _text(call.name), _text(call.arguments), call.parent_call_id
+        parent_text = "null" if parent is None else _text(parent)
+        if name is not None and arguments is not None and parent_text is not None:
+            return f'{{"index":{position},"name":{name},"arguments":{arguments},"parent_call_id":{parent_text}}}'
     return dumps({**_where(position, child), "name": call.name, "arguments": call.arguments,
                   "parent_call_id": call.parent_call_id, **refused_fields(call)})
 
@@ -141,6 +186,11 @@ def result_payload(
 
     The value is already canonical JSON text: spliced in, not parsed and dumped again.
     """
+    if (child is None and type(position) is int and outcome.failure is None and not contexts and outcome.attempts == 1
+            and outcome.explicit_content is None):  # the usual result: written straight from its parts
+        name = _text(outcome.name)
+        if name is not None:
+            return f'{{"index":{position},"name":{name},"ok":true,"value":{outcome.value_json}}}'
     fields: dict[str, Any] = {**_where(position, child), "name": outcome.name, **failure_fields(outcome)}
     if contexts:
         fields["contexts"] = list(contexts)

@@ -26,7 +26,7 @@ from tether_clr.recording.session.encoding import (
     call_payload,
     check_session_id,
     dumps,
-    proposal_entry,
+    proposal_text,
     result_payload,
 )
 from tether_clr.recording.session.events import (
@@ -110,7 +110,7 @@ class SessionSink:
         self._holder = uuid.uuid4().hex
         self._pending: list[PendingEvent] = []
         self._made: list[GrantRecord] = []  # grants in _pending: the store cannot find them yet
-        self._flushing: anyio.Lock | None = None
+        self._flushing: anyio.Event | None = None  # set when the commit in flight ends (None: none is)
         self._leased = False
         self._finished = False
         self._declared: set[int] = set()
@@ -150,6 +150,8 @@ class SessionSink:
 
     def _committed(self, rows: Sequence[PendingEvent]) -> None:
         """Note the turn events a commit that returned carried (``starts_turn``, ``ends_turn``)."""
+        if self._starts_turn is None and not self._ends_turn:  # this sink writes no turn event
+            return
         for row in rows:
             if row.step is None:
                 self.turn_started = self.turn_started or row.kind == TURN_START
@@ -168,11 +170,28 @@ class SessionSink:
             return self._next_position - 1
         return min(self._declared - self._answered, default=self._next_position)
 
+    async def _one_commit_at_a_time(self) -> anyio.Event:
+        """Wait until no commit of this sink is in flight, then mark one in flight (the event its end sets).
+
+        Commits stay in order and never overlap (a flush behind the delivery may still run when the next
+        flush or the end comes). Unlike a lock, taking it when it is free costs no pass of the event loop:
+        the store's hand-off to its thread is the commit's one.
+        """
+        while self._flushing is not None:
+            await self._flushing.wait()
+        self._flushing = done = anyio.Event()
+        return done
+
+    def _commit_ended(self, done: anyio.Event) -> None:
+        self._flushing = None
+        done.set()
+
     async def flush(self) -> None:
         """Commit every buffered event in one transaction (the first one takes the lease)."""
-        if self._flushing is None:
-            self._flushing = anyio.Lock()
-        async with self._flushing:
+        if not self._pending and self._flushing is None:
+            return
+        done = await self._one_commit_at_a_time()
+        try:
             if not self._pending:
                 return
             rows, self._pending = self._pending, []
@@ -180,27 +199,35 @@ class SessionSink:
             await self._store.append(self.session_id, self._holder, rows, first=not self._leased, release=False)
             self._committed(rows)
             self._leased = True
+        finally:
+            self._commit_ended(done)
 
     # ---------------------------------------------------------------- hooks
     async def batch_started(self, calls: Sequence[ToolCall]) -> None:
-        proposal = [proposal_entry(index, call) for index, call in enumerate(calls)]
-        self._proposed = len(proposal)
+        self._proposed = len(calls)
         if self._starts_turn is not None:  # the turn opens in the commit of its one step's start
             self._pending.append(PendingEvent(self.turn, None, TURN_START, None, None, self._starts_turn))
-        self._add(STEP_START, None, None, dumps({"calls": len(proposal)}))
-        self._add(ASSISTANT_MESSAGE, None, None, dumps({"calls": proposal}))
-        await self._added()
+        self._add(STEP_START, None, None, f'{{"calls":{len(calls)}}}')
+        self._add(ASSISTANT_MESSAGE, None, None, proposal_text(calls))
+        if not self._store.group_commit:
+            await self.flush()
 
     async def call_declared(self, call: ToolCall) -> None:
         declaration = current_declaration()
-        if declaration is not None and declaration.child is not None:
-            self._dispatched(declaration.child, call)
-            await self._added()
-            return
-        position = self._position(True)
+        if declaration is not None:
+            if declaration.child is not None:
+                self._dispatched(declaration.child, call)
+                if not self._store.group_commit:
+                    await self.flush()
+                return
+            position = declaration.index
+        else:  # outside execute_batch: positions follow the declarations
+            position = self._next_position
+            self._next_position += 1
         self._declared.add(position)
         self._add(TOOL_CALL, call.call_id, position, call_payload(position, call))
-        await self._added()
+        if not self._store.group_commit:
+            await self.flush()
 
     def _dispatched(self, child: str, call: ToolCall) -> None:
         """A child call's ``tool/ptc-dispatch`` and ``tool/call``, keyed ``child`` under the step."""
@@ -297,13 +324,18 @@ class SessionSink:
             self._add(TOOL_RESULT, outcome.call_id, None, result_payload(None, outcome, declaration.child))
             await self._added()
             return
-        position = self._position(False)
-        adding, self._adding = self._adding, None
-        contexts = adding[1] if adding is not None and adding[0] == position else ()
+        position = declaration.index if declaration is not None else self._position(False)
+        contexts: tuple[str, ...] = ()
+        if self._adding is not None:
+            adding, self._adding = self._adding, None
+            if adding[0] == position:
+                contexts = adding[1]
         self._answered.add(position)
         self._add(TOOL_RESULT, outcome.call_id, position, result_payload(position, outcome, contexts=contexts))
-        self._contexts.extend((position, outcome.call_id, text) for text in contexts)
-        await self._added()
+        if contexts:
+            self._contexts.extend((position, outcome.call_id, text) for text in contexts)
+        if not self._store.group_commit:
+            await self.flush()
 
     async def abandon(self) -> None:
         """Release the lease of a sink whose batch never finished (a resumed step cancelled before it started)."""
@@ -324,9 +356,8 @@ class SessionSink:
             if self._ends_turn:  # the turn's one step is closed: close the turn in the same commit
                 self._pending.append(PendingEvent(self.turn, None, TURN_END, None, None, "{}"))
         self._finished = True
-        if self._flushing is None:
-            self._flushing = anyio.Lock()
-        async with self._flushing:
+        done = await self._one_commit_at_a_time()
+        try:
             rows, self._pending = self._pending, []
             self._made = []
             if not rows and not self._leased:
@@ -336,3 +367,5 @@ class SessionSink:
             )
             self._committed(rows)
             self._leased = False
+        finally:
+            self._commit_ended(done)

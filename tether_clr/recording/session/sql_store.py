@@ -286,19 +286,21 @@ class SqlSessionStore(ABC):
 
     # --------------------------------------------------------------- writes
     def _insert(self, execute: Execute, session_id: str, rows: Sequence[PendingEvent]) -> None:
-        for index, row in enumerate(rows):
-            if row.kind == STEP_START:
-                started = {
-                    earlier.kind for earlier in rows[:index]
-                    if earlier.turn == row.turn and earlier.step is None and earlier.kind in (TURN_START, TURN_END)
-                }  # fmt: skip
-                self._check_new_step(execute, session_id, row.turn, row.step, started)
+        kinds = [row.kind for row in rows]
+        if STEP_START in kinds:
+            for index, row in enumerate(rows):
+                if row.kind == STEP_START:
+                    started = {
+                        earlier.kind for earlier in rows[:index]
+                        if earlier.turn == row.turn and earlier.step is None and earlier.kind in (TURN_START, TURN_END)
+                    }  # fmt: skip
+                    self._check_new_step(execute, session_id, row.turn, row.step, started)
         self._insert_many(
             "INSERT INTO session_events (session_id, turn, step, kind, call_id, position, payload, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(session_id, row.turn, row.step, row.kind, row.call_id, row.position, row.payload, row.at) for row in rows],
         )
-        if any(row.kind == APPROVAL_GRANT for row in rows):  # indexed in the same transaction as their events
+        if APPROVAL_GRANT in kinds:  # indexed in the same transaction as their events
             index_grants(execute, session_id, rows)
 
     @abstractmethod
