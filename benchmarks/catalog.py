@@ -146,7 +146,7 @@ async def reauthorization_rows(rounds: int) -> list[list[str]]:
         ("plain `seal()` view: lifecycle only", plain, plain_entry, check_plain),
     ):
         pipeline = CallPipeline(view, listeners, None)
-        _, execution, _, _ = pipeline.begin(ToolCall("c", name, "{}"), CancellationToken.none())
+        _, execution, _, _, _ = pipeline.begin(ToolCall("c", name, "{}"), CancellationToken.none())
 
         async def step(pipeline: CallPipeline = pipeline, execution: Any = execution, entry: Any = entry) -> None:
             for _ in range(n):
