@@ -18,6 +18,20 @@ AuditDecision = Literal["dispatched", "refused"]
 _CODES = frozenset(code.value for code in ToolFailureCodes)
 
 
+_OPTIONAL_TEXT = (
+    "request_id", "tenant_id", "principal_id", "agent_id", "model_name", "logical_name", "version", "schema_hash",
+    "reason", "parent_call_id",
+)
+
+
+def _plain_optional(*values: object) -> bool:
+    """Whether every value is None or a non-empty str (what :func:`optional_str` accepts)."""
+    for value in values:
+        if value is not None and (type(value) is not str or not value):
+            return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class ToolAuditRecord:
     """The audit trail of one call of a batch.
@@ -53,9 +67,12 @@ class ToolAuditRecord:
     attempts: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("request_id", "tenant_id", "principal_id", "agent_id", "model_name", "logical_name",
-                     "version", "schema_hash", "reason", "parent_call_id"):
-            optional_str(getattr(self, name), name)
+        if not _plain_optional(
+            self.request_id, self.tenant_id, self.principal_id, self.agent_id, self.model_name, self.logical_name,
+            self.version, self.schema_hash, self.reason, self.parent_call_id,
+        ):  # one pass over the usual record (one per call); the field-by-field check names what is wrong
+            for name in _OPTIONAL_TEXT:
+                optional_str(getattr(self, name), name)
         # The model may send any name or call id, even an empty one; each is recorded as sent.
         for name in ("requested_name", "call_id"):
             if not isinstance(getattr(self, name), str):
