@@ -19,7 +19,7 @@ def test_peers_benchmark_tether_rows_run_and_report_the_targets() -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=100, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     for row in ("floor: `json.loads` + pydantic + call", "tether_clr `execute_batch`, 1 call, 0 listeners",
-                "100 concurrency-safe calls, 3 listeners", "Targets of issue 9", "RSS MiB"):
+                "100 concurrency-safe calls, 3 listeners", "Targets of issue 31", "RSS MiB"):
         assert row in done.stdout
 
 

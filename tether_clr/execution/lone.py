@@ -98,40 +98,34 @@ async def run_alone(
     pipeline = CallPipeline(view, listeners, approval, timeouts)
     token = _NEVER_CANCELLED if cancellation is None else cancellation
     audit = pipeline.audit_listeners()
+    # Every call runs in the view's scope (validate_batch): a stage with no listener there is not even called.
+    reviews, notifies = pipeline.listens("post_execute"), pipeline.listens("result_listener")
     delivered: list[ToolExecutionOutcome] = []
     contexts: list[str] = []
-    for call in calls:
+    for call in calls:  # one call through every stage, as a one-call group of a batch runs it
+        started = time.perf_counter() if audit else 0.0
+        _, execution, entry, fresh, outcome = pipeline.begin(call, token)
+        dispatched = False
+        if outcome is None:
+            assert entry is not None
+            outcome, dispatched = await _admit_and_run(pipeline, execution, entry, token, fresh)
+        if dispatched and reviews:
+            outcome, added = await pipeline.review(execution, outcome)
+            contexts.extend(added)
+        outcome = pipeline.finalize(execution, entry, outcome)
+        if audit:
+            slot = Slot(call, Declaration("", 0))
+            slot.execution, slot.entry, slot.dispatched, slot.started = execution, entry, dispatched, started
+            await tell_auditors(audit, audit_record(view, slot, outcome))
         try:
-            outcome, added = await _run_one(pipeline, view, call, token, audit)
+            await pipeline.enforce_policies(execution, outcome)
         except ResultPolicyError as fault:  # the batch stops at this call: what came before was delivered
             fault.delivered = tuple(delivered)
             raise
         delivered.append(outcome)
-        contexts.extend(added)
+        if notifies:
+            await pipeline.notify(execution, outcome)
     return BatchOutcomes(delivered, contexts)
-
-
-async def _run_one(
-    pipeline: CallPipeline, view: SealedToolCatalogView, call: ToolCall, token: CancellationToken, audit: tuple[Any, ...]
-) -> tuple[ToolExecutionOutcome, tuple[str, ...]]:
-    """One call through every stage, as a one-call group of a batch runs it: its outcome and additional contexts."""
-    started = time.perf_counter() if audit else 0.0
-    _, execution, entry, fresh, outcome = pipeline.begin(call, token)
-    dispatched = False
-    if outcome is None:
-        assert entry is not None
-        outcome, dispatched = await _admit_and_run(pipeline, execution, entry, token, fresh)
-    contexts: tuple[str, ...] = ()
-    if dispatched:
-        outcome, contexts = await pipeline.review(execution, outcome)
-    outcome = pipeline.finalize(execution, entry, outcome)
-    if audit:
-        slot = Slot(call, Declaration("", 0))
-        slot.execution, slot.entry, slot.dispatched, slot.started = execution, entry, dispatched, started
-        await tell_auditors(audit, audit_record(view, slot, outcome))
-    await pipeline.enforce_policies(execution, outcome)  # ResultPolicyError: the batch's fault
-    await pipeline.notify(execution, outcome)
-    return outcome, contexts
 
 
 async def _admit_and_run(

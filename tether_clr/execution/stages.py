@@ -89,6 +89,11 @@ class StageBase:
         scope = self._scope = view.scope
         self._chains: dict[ListenerKind, tuple[Any, ...]] = listeners.stage_chains(scope)
 
+    def listens(self, kind: ListenerKind) -> bool:
+        """Whether the view's own scope has ``kind`` listeners: a call in that scope meets them (a stage with none
+        is only a branch, and a caller may skip calling it)."""
+        return bool(self._chains[kind])
+
     def _chain(self, kind: ListenerKind, scope: AgentPipelineScope | None) -> tuple[Any, ...]:
         """``listeners.chain(kind, scope)``, looked up once per batch for the view's scope."""
         return self._chains[kind] if scope is self._scope else self._listeners.chain(kind, scope)
