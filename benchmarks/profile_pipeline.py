@@ -266,7 +266,7 @@ def _stages() -> list[tuple[str, Callable[..., Any]]]:
 
     return [
         ("calls that run alone (a lone call, EXCLUSIVE calls): `run_alone`", lone.run_alone),
-        ("  of which one call through its stages: `_run_one`", lone._run_one),
+        ("  of which authorization, re-authorization and the body: `_admit_and_run`", lone._admit_and_run),
         ("general path set-up: `BatchState.__init__` (checks, hooks, `CallPipeline`, cancellation source, batch id)", BatchState.__init__),
         ("grouping: `BatchRun._groups` (classification; a safe group's classifier parses the arguments here)", BatchRun._groups),
         ("admission in the general path: `Admitting._resolve` (begin; with a sink, `_declared` tells it)", Admitting._resolve),
