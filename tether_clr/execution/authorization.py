@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Authorization"]
 
+_ALLOW = ToolPreDecision.allow()  # a constant: allow() always returns this one
+
 logger = logging.getLogger("tether_clr")
 
 
@@ -86,14 +88,17 @@ class Authorization(StageBase):
             observed.stage = "pre_execute"
         chain = self._chain("pre_execute", execution.scope)
         try:  # no waterfall to build without listeners: the end of an empty chain allows
-            decision = ToolPreDecision.allow() if not chain else pre_checked(await chain[0](execution, pre_next(chain, 0, execution)))
+            decision = _ALLOW if not chain else pre_checked(await chain[0](execution, pre_next(chain, 0, execution)))
         except BaseException as exc:
             reraise_unless_contained(exc)
             return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
-        if decision.is_deny:
-            return fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
         reason: str | None = None
-        if decision.is_ask:
+        if decision is _ALLOW:  # the usual answer, ToolPreDecision.allow(): no kind to look at
+            if entry is not None and entry.approval and _requires_approval(entry, execution):
+                reason = f"tool {execution.name!r} requires approval"
+        elif decision.is_deny:
+            return fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
+        elif decision.is_ask:
             reason = decision.reason or ""
         elif not decision.is_allow:
             return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {safe_repr(decision.kind)}")

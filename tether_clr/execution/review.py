@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Review"]
 
+_ACCEPT = ToolPostDecision.accept()  # a constant: accept() with no context always returns this one
+
 logger = logging.getLogger("tether_clr")
 
 
@@ -45,6 +47,8 @@ class Review(StageBase):
         except BaseException as exc:
             reraise_unless_contained(exc)
             return fail(execution, Codes.TOOL_ERROR, f"post-execute listener failed: {describe_exception(exc)}"), ()
+        if decision is _ACCEPT:  # the usual answer, ToolPostDecision.accept(): nothing to check or change
+            return outcome, ()
         try:  # a decision built without its factories is checked here: bad contexts fail the call closed
             contexts = checked_contexts(decision.contexts)
         except (TypeError, ValueError) as exc:
