@@ -294,7 +294,7 @@ def stage_shares(fn: Callable[[], Awaitable[object]], iterations: int, calls: in
         return stats[key][3] * per_call if key in stats else 0.0
 
     rows = [(label, cum(function)) for label, function in _stages()]
-    rows.append(("(stages overlap: `run_alone` holds `begin`, `execute`...; `_declare` holds `begin`)", float("nan")))
+    rows.append(("(stages overlap: `run_alone` holds `begin`, `execute`...; `_resolve` holds `begin`)", float("nan")))
     out = io.StringIO()
     out.write("| stage | µs per tool call (cProfile) | share |\n|---|---|---|\n")
     for label, us in rows:
