@@ -93,16 +93,14 @@ class Authorization(StageBase):
             reraise_unless_contained(exc)
             return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener failed: {describe_exception(exc)}")
         reason: str | None = None
-        if decision is _ALLOW:  # the usual answer, ToolPreDecision.allow(): no kind to look at
-            if entry is not None and entry.approval and _requires_approval(entry, execution):
-                reason = f"tool {execution.name!r} requires approval"
-        elif decision.is_deny:
-            return fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
-        elif decision.is_ask:
-            reason = decision.reason or ""
-        elif not decision.is_allow:
-            return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {safe_repr(decision.kind)}")
-        elif entry is not None and _requires_approval(entry, execution):
+        if decision is not _ALLOW:  # the usual answer, ToolPreDecision.allow(), needs no look at its kind
+            if decision.is_deny:
+                return fail(execution, Codes.DENIED, decision.reason or "denied by a pre-execute listener")
+            if decision.is_ask:
+                reason = decision.reason or ""  # "" too: the call is asked about, whatever the tool says
+            elif not decision.is_allow:
+                return fail(execution, Codes.TOOL_ERROR, f"pre-execute listener returned an unknown decision {safe_repr(decision.kind)}")
+        if reason is None and entry is not None and entry.approval and _requires_approval(entry, execution):
             reason = f"tool {execution.name!r} requires approval"
         if reason is not None or decided is not None:
             if observed is not None:

@@ -13,7 +13,7 @@ from tether_clr.execution.stages import StageBase, fail, reraise_unless_containe
 from tether_clr.execution.timeouts import run_timed
 from tether_clr.execution.waterfalls import ContractViolation
 from tether_clr.foundations.cancellation import CancellationToken, OperationCancelledError, cancel_scope_for
-from tether_clr.foundations.children import context_lending
+from tether_clr.foundations.children import context_lending, makes_child_calls
 from tether_clr.foundations.errors import ToolArgumentError, ToolError
 from tether_clr.foundations.json_values import to_json_text
 from tether_clr.foundations.text import describe_exception, exception_text
@@ -96,7 +96,7 @@ class BodyStage(StageBase):
     @property
     def swaps_cancellation(self) -> bool:
         """Execute listeners may hand a body another token than its execution's (the view's scope has some)."""
-        return bool(self._chains["execute"])
+        return self.listens("execute")
 
     def cancelled(self, execution: ToolExecution) -> ToolExecutionOutcome:
         """ABORTED for a body its execution's token interrupted, as :meth:`execute` reports it."""
@@ -186,8 +186,12 @@ class BodyStage(StageBase):
         return (
             (timeouts is None or timeouts.of(entry) is None)
             and not entry.catalog_tool
-            and (key is None or self.children is None or getattr(entry.tool, "makes_child_calls", False) is not True)
+            and not self._lends(entry, key)
         )
+
+    def _lends(self, entry: ToolEntry, key: str | None) -> bool:
+        """Whether ``entry``'s body is lent a child-call handle: it makes child calls, and the batch can run them."""
+        return key is not None and self.children is not None and makes_child_calls(entry.tool)
 
     async def _run_plain(self, execution: ToolExecution, entry: ToolEntry, arguments: dict[str, Any] | None) -> ToolExecutionOutcome:
         """:meth:`_run_body` for a body that needs nothing around it (:meth:`_plain`, nothing can interrupt it, no
@@ -209,7 +213,8 @@ class BodyStage(StageBase):
         too), closed when the body ends. An observed body is told to its instrumentation, with the
         context copy it runs in (where a span can be made current for the body alone)."""
         lent = None
-        if key is not None and self.children is not None and getattr(entry.tool, "makes_child_calls", False) is True:
+        if self._lends(entry, key):
+            assert self.children is not None and key is not None
             lent = self.children.lend(execution, key, token)
         try:
             if arguments is None:

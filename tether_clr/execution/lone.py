@@ -51,6 +51,7 @@ from tether_clr.execution.pool import Slot, not_dispatched, unparkable
 from tether_clr.execution.ports import ApprovalProvider, Declaration
 from tether_clr.execution.timeouts import Timeouts
 from tether_clr.foundations.cancellation import CancellationToken
+from tether_clr.foundations.children import makes_child_calls
 from tether_clr.foundations.errors import ResultPolicyError
 from tether_clr.records.contexts import BatchOutcomes
 from tether_clr.records.outcomes import ToolCall, ToolExecution, ToolExecutionOutcome
@@ -64,7 +65,7 @@ _NEVER_CANCELLED = CancellationToken.none()
 def _runs_alone(entry: ToolEntry | None) -> bool:
     """Whether a lone call of ``entry``'s tool can run here: not one that makes child calls (its body is
     lent a handle on the batch) nor one with a retry policy (each attempt is recorded by the batch)."""
-    return entry is None or (entry.retry is None and getattr(entry.tool, "makes_child_calls", False) is not True)
+    return entry is None or (entry.retry is None and not makes_child_calls(entry.tool))
 
 
 async def run_alone(

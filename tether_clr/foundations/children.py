@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["ChildCalls", "context_lending", "current_child_calls"]
+__all__ = ["ChildCalls", "context_lending", "current_child_calls", "makes_child_calls"]
 
 
 class ChildCalls(ABC):
@@ -63,6 +63,11 @@ class ChildCalls(ABC):
 
 
 _CURRENT: ContextVar[ChildCalls | None] = ContextVar("tether_clr_child_calls", default=None)
+
+
+def makes_child_calls(tool: object) -> bool:
+    """Whether ``tool`` says ``makes_child_calls = True`` (exactly: anything else, or no such attribute, is no)."""
+    return getattr(tool, "makes_child_calls", False) is True
 
 
 def current_child_calls() -> ChildCalls | None:

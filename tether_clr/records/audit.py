@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from typing import Any, Literal
 
 from tether_clr.foundations.checks import optional_str
@@ -22,6 +23,9 @@ _OPTIONAL_TEXT = (
     "request_id", "tenant_id", "principal_id", "agent_id", "model_name", "logical_name", "version", "schema_hash",
     "reason", "parent_call_id",
 )
+
+
+_optional_text = attrgetter(*_OPTIONAL_TEXT)
 
 
 def _plain_optional(*values: object) -> bool:
@@ -67,10 +71,7 @@ class ToolAuditRecord:
     attempts: int = 1
 
     def __post_init__(self) -> None:
-        if not _plain_optional(
-            self.request_id, self.tenant_id, self.principal_id, self.agent_id, self.model_name, self.logical_name,
-            self.version, self.schema_hash, self.reason, self.parent_call_id,
-        ):  # one pass over the usual record (one per call); the field-by-field check names what is wrong
+        if not _plain_optional(*_optional_text(self)):  # one pass over the usual record (one per call); the field-by-field check names what is wrong
             for name in _OPTIONAL_TEXT:
                 optional_str(getattr(self, name), name)
         # The model may send any name or call id, even an empty one; each is recorded as sent.
