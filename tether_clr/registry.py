@@ -419,7 +419,7 @@ class ToolRegistry:
             return await run_alone(
                 calls, view, self._listeners.snapshot(), self.approval if approval is None else approval, cancellation,
                 self._timeouts, self.instrumentation, partial(self._batch, calls, view, max_parallelism, None, cancellation, None, approval, True),
-                type(self).classify is not ToolRegistry.classify,
+                self._classifier() is not None,
             )
         return await self._batch(calls, view, max_parallelism, sink, cancellation, None, approval).run()
 
